@@ -1,0 +1,67 @@
+"""Scratchpad: working memory for LLM agents.
+
+The public API is imported lazily so that ``import scratchpad`` stays cheap (the CLI and the
+kernel's helpers should not pay for modules they do not use).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scratchpad.config import Settings
+    from scratchpad.errors import (
+        ConfigError,
+        InstallError,
+        InvalidInputError,
+        InvalidPadNameError,
+        KernelStartError,
+        PadClosedError,
+        PadError,
+        PadNotFoundError,
+        ScratchpadError,
+        VenvError,
+    )
+    from scratchpad.runtime.base import ScratchpadRuntime
+    from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent
+    from scratchpad.runtime.local import LocalRuntime
+    from scratchpad.runtime.manager import ScratchpadManager
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Cell": "scratchpad.runtime.cell",
+    "ConfigError": "scratchpad.errors",
+    "DisplayEvent": "scratchpad.runtime.cell",
+    "InstallError": "scratchpad.errors",
+    "InvalidInputError": "scratchpad.errors",
+    "InvalidPadNameError": "scratchpad.errors",
+    "KernelStartError": "scratchpad.errors",
+    "LocalRuntime": "scratchpad.runtime.local",
+    "OutputEvent": "scratchpad.runtime.cell",
+    "PadClosedError": "scratchpad.errors",
+    "PadError": "scratchpad.errors",
+    "PadNotFoundError": "scratchpad.errors",
+    "ProgressEvent": "scratchpad.runtime.cell",
+    "ScratchpadError": "scratchpad.errors",
+    "ScratchpadManager": "scratchpad.runtime.manager",
+    "ScratchpadRuntime": "scratchpad.runtime.base",
+    "Settings": "scratchpad.config",
+    "VenvError": "scratchpad.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scratchpad' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,0 +1,70 @@
+"""Settings, read once from ``SCRATCHPAD_*`` environment variables.
+
+Build a ``Settings`` once and pass it down; nothing on a hot path should re-read the
+environment. Tests build their own instance with small limits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from scratchpad.errors import ConfigError
+
+MIB = 1024 * 1024
+
+
+class Settings(BaseSettings):
+    """Every tunable of Scratchpad; each field is ``SCRATCHPAD_<FIELD>`` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="SCRATCHPAD_", extra="ignore", frozen=True)
+
+    home: Path = Field(
+        default_factory=lambda: Path.home() / ".scratchpad",
+        description="Where pads, keys and databases live when no workspace is bound.",
+    )
+
+    # Cell timeouts (see scratchpad.runtime.timeouts.compute_timeouts).
+    default_timeout_s: float = Field(120.0, gt=0, description="Total timeout with no estimate.")
+    timeout_slack_s: float = Field(30.0, ge=0, description="Total is at least estimate + slack.")
+    max_timeout_s: float = Field(3600.0, gt=0, description="Upper bound of any total timeout.")
+    min_inactivity_s: float = Field(30.0, gt=0, description="Inactivity timeout lower bound.")
+    max_inactivity_s: float = Field(60.0, gt=0, description="Inactivity timeout upper bound.")
+    interrupt_grace_s: float = Field(
+        2.0, gt=0, description="How long an interrupted kernel may take to answer before a kill."
+    )
+
+    # Kernels and their environments.
+    output_cap_bytes: int = Field(
+        8 * MIB, ge=1024, description="Bytes kept per stream per cell (head + tail)."
+    )
+    kernel_start_timeout_s: float = Field(30.0, gt=0)
+    kernel_memory_limit_mb: int | None = Field(
+        None, gt=0, description="Address-space limit of a kernel; off when unset."
+    )
+    venv_create_attempts: int = Field(3, ge=1)
+    install_timeout_s: float = Field(120.0, gt=0)
+    compact_keep_cells: int = Field(5, ge=1, description="Cells kept whole by view().")
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @classmethod
+    def load(cls, **overrides: object) -> Settings:
+        """Read the environment; a bad value raises ConfigError naming the variable."""
+        try:
+            return cls(**overrides)  # type: ignore[arg-type]
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"SCRATCHPAD_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise ConfigError(f"Invalid settings: {problems}. Fix the variable(s) and retry.") from exc
+
+    def with_home(self, home: Path) -> Settings:
+        """A copy whose home directory is ``home`` (used when a workspace is bound)."""
+        return self.model_copy(update={"home": home})

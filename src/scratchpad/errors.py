@@ -1,0 +1,61 @@
+"""The one error tree of Scratchpad.
+
+Errors in user code are data (a Cell with status "error"); only infrastructure failures raise,
+always as a subclass of ScratchpadError whose message says what to do::
+
+    ScratchpadError
+    ├── ConfigError              settings or environment variables are invalid
+    ├── InvalidInputError        a caller passed a bad argument (name, code, package spec, ...)
+    │   └── InvalidPadNameError  a pad name does not match the allowed pattern
+    ├── PadNotFoundError         no pad with that name exists
+    └── PadError                 a pad's machinery failed
+        ├── PadClosedError       the pad was closed or cleaned up and cannot run cells
+        ├── VenvError            the pad's virtualenv could not be created or repaired
+        ├── KernelStartError     the kernel process did not come up
+        └── InstallError         installing packages into the pad failed or timed out
+"""
+
+from __future__ import annotations
+
+
+class ScratchpadError(Exception):
+    """Base of every error Scratchpad raises on purpose."""
+
+
+class ConfigError(ScratchpadError):
+    """Settings or environment variables are invalid."""
+
+
+class InvalidInputError(ScratchpadError, ValueError):
+    """A caller passed an argument that cannot be used."""
+
+
+class InvalidPadNameError(InvalidInputError):
+    """A pad name does not match the allowed pattern."""
+
+
+class PadNotFoundError(ScratchpadError, KeyError):
+    """No pad with that name exists."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else "pad not found"
+
+
+class PadError(ScratchpadError):
+    """A pad's machinery (venv, kernel, installer) failed."""
+
+
+class PadClosedError(PadError):
+    """The pad was closed or cleaned up and cannot run cells."""
+
+
+class VenvError(PadError):
+    """The pad's virtualenv could not be created or repaired."""
+
+
+class KernelStartError(PadError):
+    """The kernel process did not come up."""
+
+
+class InstallError(PadError):
+    """Installing packages into the pad failed or timed out."""

@@ -1,0 +1,129 @@
+"""The cell model: one execution of code in a pad, and the events streamed while it runs."""
+
+from __future__ import annotations
+
+import codecs
+import secrets
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+CellStatus = Literal["ok", "error", "timeout", "cancelled", "killed"]
+CELL_STATUSES: tuple[str, ...] = ("ok", "error", "timeout", "cancelled", "killed")
+StreamName = Literal["stdout", "stderr"]
+
+
+def new_cell_id() -> str:
+    return secrets.token_hex(6)
+
+
+@dataclass(slots=True)
+class Cell:
+    """One executed cell. Errors in user code are data: ``status`` + traceback in ``error``.
+
+    ``result`` is the text of the last expression (a notebook's ``Out[n]``); ``outputs`` holds
+    rich mime bundles (``{"image/png": <base64>, "text/plain": ...}``) from display() and
+    matplotlib; ``logs`` holds progress messages and notes from the runtime.
+    """
+
+    code: str
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    description: str = ""
+    estimated_time: str = ""
+    logs: str = ""
+    id: str = field(default_factory=new_cell_id)
+    status: CellStatus = "ok"
+    result: str | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Cell:
+        """Rebuild a cell from JSON; unknown keys are ignored, missing ones take defaults."""
+        known = {f.name for f in fields(cls)}
+        cell = cls(**{k: v for k, v in data.items() if k in known})
+        if cell.status not in CELL_STATUSES:
+            raise ValueError(f"unknown cell status {cell.status!r}")
+        return cell
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressEvent:
+    """``progress(msg)`` was called inside the cell."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutputEvent:
+    """A piece of the cell's stdout or stderr, as it arrived."""
+
+    stream: StreamName
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DisplayEvent:
+    """A rich output (mime bundle) was displayed."""
+
+    data: dict[str, Any]
+
+
+StreamItem = ProgressEvent | OutputEvent | DisplayEvent | Cell
+
+
+class CappedOutput:
+    """Bytes of one stream of one cell, keeping at most ``cap`` bytes: head and tail.
+
+    The middle of an oversized stream is dropped and replaced by a note saying how much.
+    Streamed text (for events) is decoded incrementally so a UTF-8 character split across
+    two reads is not mangled; invalid bytes become U+FFFD.
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.head_cap = cap // 2
+        self.tail_cap = cap - self.head_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def append(self, data: bytes) -> str | None:
+        """Store ``data``; returns the text to stream, or None once past the head."""
+        self.total += len(data)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            taken = data[:room]
+            self.head += taken
+            data = data[room:]
+            streamed: str | None = self._decoder.decode(taken)
+        else:
+            streamed = None
+        if data:
+            self.tail += data
+            if len(self.tail) > 2 * self.tail_cap:
+                del self.tail[: len(self.tail) - self.tail_cap]
+        return streamed
+
+    @property
+    def dropped(self) -> int:
+        return max(0, self.total - len(self.head) - min(len(self.tail), self.tail_cap))
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        if not self.tail:
+            return head
+        tail = bytes(self.tail[-self.tail_cap :])
+        dropped = self.dropped
+        if not dropped:
+            return (bytes(self.head) + tail).decode("utf-8", "replace")
+        note = f"\n[... {dropped} bytes of output dropped (kept the first and last part) ...]\n"
+        return head + note + tail.decode("utf-8", "replace")

@@ -1,0 +1,280 @@
+"""The parent's side of one kernel process: spawn, channel, output pipes, signals, reaping.
+
+The kernel gets four pipes: control in, control out (passed with ``pass_fds``), and its own
+fd 1 and fd 2. The parent reads the three incoming pipes from the event loop with non-blocking
+``os.read`` and queues what it gets as events. When a ``done`` frame arrives the output pipes
+are drained first, so every byte the cell wrote before finishing belongs to that cell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import collections
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import weakref
+from pathlib import Path
+from typing import Any
+
+from scratchpad.errors import KernelStartError
+from scratchpad.runtime import protocol
+
+WORKER_PATH = Path(__file__).with_name("worker.py")
+READ_SIZE = 1 << 20
+PIPE_SIZE = 1 << 20  # bigger pipes: a cell can write 1 MiB without waiting for the parent
+
+# An event is (kind, payload): ("stdout"|"stderr", bytes), ("msg", dict) or ("exit", None).
+Event = tuple[str, Any]
+
+_LIVE: weakref.WeakSet[KernelProcess] = weakref.WeakSet()
+
+
+class KernelProcess:
+    """A running worker. Create with :meth:`spawn`; always finish with :meth:`stop`."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], ctrl_w: int, ctrl_r: int,
+                 out_r: int, err_r: int) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self._ctrl_w = ctrl_w
+        self._fds = {ctrl_r: "ctrl", out_r: "stdout", err_r: "stderr"}
+        self._ctrl_r, self._out_r, self._err_r = ctrl_r, out_r, err_r
+        self._decoder = protocol.FrameDecoder()
+        self._events: collections.deque[Event] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._loop = asyncio.get_running_loop()
+        self.killed_by_us = False
+        self.channel_closed = False
+        for fd in self._fds:
+            os.set_blocking(fd, False)
+            self._loop.add_reader(fd, self._on_readable, fd)
+        _LIVE.add(self)
+
+    # -- start ------------------------------------------------------------------------------
+    @classmethod
+    async def spawn(cls, python: Path, *, cwd: Path, env: dict[str, str],
+                    config: dict[str, Any], timeout: float) -> KernelProcess:
+        """Start ``python worker.py`` and wait for its ``ready`` frame."""
+        to_kernel_r, to_kernel_w = os.pipe()
+        from_kernel_r, from_kernel_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        for fd in (out_w, err_w):
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        argv = [str(python), str(WORKER_PATH), str(to_kernel_r), str(from_kernel_w),
+                json.dumps(config)]
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w,
+                pass_fds=(to_kernel_r, from_kernel_w), start_new_session=True,
+                cwd=cwd, env=env,
+            )
+        except OSError as exc:
+            for fd in (to_kernel_r, to_kernel_w, from_kernel_r, from_kernel_w, out_r, out_w,
+                       err_r, err_w):
+                os.close(fd)
+            raise KernelStartError(f"could not run {python}: {exc}") from exc
+        finally:
+            for fd in (to_kernel_r, from_kernel_w, out_w, err_w):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        kernel = cls(proc, to_kernel_w, from_kernel_r, out_r, err_r)
+        await kernel._wait_ready(timeout)
+        return kernel
+
+    async def _wait_ready(self, timeout: float) -> None:
+        deadline = self._loop.time() + timeout
+        boot_output = bytearray()
+        while True:
+            event = await self.next_event(deadline)
+            if event is None:
+                await self.stop(grace=0.1)
+                raise KernelStartError(f"the kernel did not answer within {timeout:g}s")
+            kind, payload = event
+            if kind == "msg" and payload.get("type") == "ready":
+                return
+            if kind in ("stdout", "stderr"):
+                boot_output += payload
+            elif kind == "exit":
+                code = await self.wait_exit(2.0)
+                await self.stop(grace=0.1)
+                text = boot_output.decode("utf-8", "replace").strip()[-2000:]
+                raise KernelStartError(
+                    f"the kernel {describe_exit(code, False)} before it was ready"
+                    + (f":\n{text}" if text else "")
+                )
+
+    # -- events -----------------------------------------------------------------------------
+    def _on_readable(self, fd: int) -> None:
+        try:
+            data = os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        kind = self._fds[fd]
+        if not data:
+            self._loop.remove_reader(fd)
+            if kind == "ctrl":
+                self.channel_closed = True
+                self._drain_outputs()
+                self._push(("exit", None))
+            return
+        if kind != "ctrl":
+            self._push((kind, data))
+            return
+        try:
+            messages = self._decoder.feed(data)
+        except (protocol.ProtocolError, ValueError) as exc:
+            messages = [{"type": "garbage", "error": str(exc)}]
+        for message in messages:
+            if message.get("type") == "done":
+                self._drain_outputs()
+            self._push(("msg", message))
+
+    def _drain_outputs(self) -> None:
+        """Read the output pipes until they are empty (the kernel flushed before ``done``)."""
+        for fd, kind in ((self._out_r, "stdout"), (self._err_r, "stderr")):
+            while True:
+                try:
+                    data = os.read(fd, READ_SIZE)
+                except (BlockingIOError, OSError):
+                    break
+                if not data:
+                    break
+                self._push((kind, data))
+
+    def _push(self, event: Event) -> None:
+        self._events.append(event)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def wake(self) -> None:
+        """Make a pending :meth:`next_event` return None now (used by cancel)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def next_event(self, deadline: float | None) -> Event | None:
+        """The next event, or None when ``deadline`` (loop time) passed or :meth:`wake` ran."""
+        if self._events:
+            return self._events.popleft()
+        waiter = self._loop.create_future()
+        self._waiter = waiter
+        timer = self._loop.call_at(deadline, _resolve, waiter) if deadline is not None else None
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+        return self._events.popleft() if self._events else None
+
+    def pending_events(self) -> list[Event]:
+        """Take every queued event without waiting (output that arrived between cells)."""
+        events = list(self._events)
+        self._events.clear()
+        return events
+
+    # -- commands ---------------------------------------------------------------------------
+    def send(self, message: dict[str, object]) -> bool:
+        """Send a frame; False when the kernel is gone (the caller reports the exit)."""
+        if self.channel_closed:
+            return False
+        try:
+            os.set_blocking(self._ctrl_w, True)
+            protocol.write_all(self._ctrl_w, protocol.encode(message))
+        except (BrokenPipeError, OSError):
+            return False
+        return True
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        if sig == signal.SIGKILL:
+            self.killed_by_us = True
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+    def interrupt(self) -> None:
+        self.signal_group(signal.SIGINT)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    async def wait_exit(self, timeout: float) -> int | None:
+        """Reap the process; its return code, or None if it is still running after timeout."""
+        deadline = self._loop.time() + timeout
+        delay = 0.0005
+        while (code := self.proc.poll()) is None:
+            if self._loop.time() >= deadline:
+                return None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return code
+
+    async def stop(self, grace: float = 1.0) -> int | None:
+        """Ladder: ask politely → SIGINT → SIGTERM → SIGKILL, then reap and close the pipes.
+
+        The whole process group is killed last, so children that outlived their cells go too.
+        """
+        code = self.proc.poll()
+        if code is None and self.send({"type": "shutdown"}):
+            code = await self.wait_exit(grace)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            if code is not None:
+                break
+            self.signal_group(sig)
+            code = await self.wait_exit(grace if sig != signal.SIGKILL else 5.0)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        self.close_fds()
+        return code
+
+    def close_fds(self) -> None:
+        for fd in list(self._fds):
+            with contextlib.suppress(ValueError, RuntimeError):
+                self._loop.remove_reader(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds.clear()
+        with contextlib.suppress(OSError):
+            os.close(self._ctrl_w)
+        self.channel_closed = True
+        _LIVE.discard(self)
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def describe_exit(code: int | None, killed_by_us: bool) -> str:
+    """Human words for a return code: exit code, signal name, likely out of memory."""
+    if code is None:
+        return "did not exit"
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    if -code == signal.SIGKILL and not killed_by_us:
+        return f"was killed by {name} (most likely out of memory)"
+    return f"was killed by {name}"
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """Never leave kernels behind when the parent exits without closing its pads."""
+    for kernel in list(_LIVE):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(kernel.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            kernel.proc.wait(timeout=1)

@@ -1,0 +1,167 @@
+"""Views of a pad's cells shared by every backend: text view, markdown dump, notebook, compaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scratchpad.runtime.cell import Cell
+
+DUMP_MAX_LINES = 20
+DUMP_MAX_CHARS = 2000
+VIEW_MAX_CHARS = 4000
+IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml")
+
+
+def compact_cells(cells: list[Cell], keep: int) -> list[Cell]:
+    """The last ``keep`` cells whole, older ones folded into one summary cell."""
+    if len(cells) <= keep:
+        return list(cells)
+    older = cells[:-keep]
+    lines = [
+        f"#{index} [{cell.status}] {cell.description or _first_line(cell.code)}"
+        for index, cell in enumerate(older, start=1)
+    ]
+    summary = Cell(
+        code=f"# {len(older)} earlier cells, compacted",
+        stdout="\n".join(lines),
+        description=f"summary of {len(older)} earlier cells",
+        status="ok",
+    )
+    return [summary, *cells[-keep:]]
+
+
+def view(name: str, cells: list[Cell], keep: int) -> str:
+    """Plain text of every cell with its output, older cells compacted (for an LLM)."""
+    if not cells:
+        return f"Pad '{name}' has no cells yet."
+    parts = [f"Pad '{name}': {len(cells)} cells"]
+    for index, cell in enumerate(compact_cells(cells, keep)):
+        parts.append(_view_cell(index, cell))
+    return "\n\n".join(parts)
+
+
+def _view_cell(index: int, cell: Cell) -> str:
+    title = f"--- [{index}] {cell.description or 'cell'} ({cell.status}, {cell.duration_s:.2f}s)"
+    lines = [title, _indent(cell.code, ">>> ", "... ")]
+    for label, text in (("", cell.stdout), ("[stderr] ", cell.stderr), ("[logs] ", cell.logs)):
+        if text:
+            lines.append(label + _cut_chars(text.rstrip("\n"), VIEW_MAX_CHARS))
+    if cell.result is not None:
+        lines.append(f"Out: {_cut_chars(cell.result, VIEW_MAX_CHARS)}")
+    if cell.error:
+        lines.append(f"[error] {_cut_chars(cell.error.rstrip(), VIEW_MAX_CHARS)}")
+    for output in cell.outputs:
+        lines.append(f"[output] {describe_output(output)}")
+    return "\n".join(lines)
+
+
+def dump(name: str, cells: list[Cell]) -> str:
+    """Notebook-style markdown of all cells: code, cut output, result, last error line, logs."""
+    parts = [f"# Pad `{name}`"]
+    if not cells:
+        parts.append("_No cells yet._")
+    for number, cell in enumerate(cells, start=1):
+        heading = f"## [{number}] {cell.description or 'Cell'}"
+        meta = f"_status: {cell.status} · {cell.duration_s:.2f}s_"
+        if cell.estimated_time:
+            meta += f" _· estimated {cell.estimated_time}_"
+        block = [heading, meta, f"```python\n{cell.code.rstrip()}\n```"]
+        for label, text in (("Output", cell.stdout), ("Stderr", cell.stderr)):
+            if text.strip():
+                block.append(f"**{label}:**\n```\n{_cut_lines(text.rstrip())}\n```")
+        if cell.result is not None:
+            block.append(f"**Result:**\n```\n{_cut_lines(cell.result)}\n```")
+        if cell.error:
+            block.append(f"**Error:** `{last_error_line(cell.error)}`")
+        if cell.outputs:
+            block.append("**Outputs:** " + "; ".join(describe_output(o) for o in cell.outputs))
+        if cell.logs.strip():
+            block.append(f"**Logs:**\n```\n{_cut_lines(cell.logs.rstrip())}\n```")
+        parts.append("\n\n".join(block))
+    return "\n\n".join(parts) + "\n"
+
+
+def to_ipynb(name: str, cells: list[Cell]) -> dict[str, Any]:
+    """An nbformat-4 notebook (as a dict) with outputs and images, validated by nbformat."""
+    import nbformat
+    from nbformat import v4
+
+    notebook = v4.new_notebook(metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"},
+        "scratchpad": {"pad": name},
+    })
+    for count, cell in enumerate(cells, start=1):
+        notebook.cells.append(v4.new_code_cell(
+            source=cell.code, execution_count=count, outputs=_nb_outputs(cell, count),
+            metadata={"scratchpad": {"id": cell.id, "status": cell.status,
+                                     "description": cell.description,
+                                     "duration_s": cell.duration_s}},
+        ))
+    nbformat.validate(notebook)
+    return dict(notebook)
+
+
+def _nb_outputs(cell: Cell, count: int) -> list[Any]:
+    from nbformat import v4
+
+    outputs: list[Any] = []
+    for stream, text in (("stdout", cell.stdout), ("stderr", cell.stderr)):
+        if text:
+            outputs.append(v4.new_output("stream", name=stream, text=text))
+    outputs.extend(v4.new_output("display_data", data=bundle) for bundle in cell.outputs)
+    if cell.result is not None:
+        outputs.append(v4.new_output(
+            "execute_result", data={"text/plain": cell.result}, execution_count=count))
+    if cell.error:
+        ename, _, evalue = last_error_line(cell.error).partition(":")
+        outputs.append(v4.new_output(
+            "error", ename=ename.strip() or "Error", evalue=evalue.strip(),
+            traceback=cell.error.rstrip("\n").splitlines()))
+    return outputs
+
+
+def describe_output(bundle: dict[str, Any]) -> str:
+    for mime in IMAGE_MIMES:
+        if mime in bundle:
+            return f"{mime} ({len(str(bundle[mime]))} chars base64)"
+    mimes = ", ".join(sorted(bundle))
+    text = str(bundle.get("text/plain", ""))
+    return f"{mimes}: {_cut_chars(text, 200)}" if text else mimes
+
+
+def last_error_line(error: str) -> str:
+    lines = [line for line in error.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def _first_line(code: str) -> str:
+    for line in code.splitlines():
+        if line.strip():
+            return _cut_chars(line.strip(), 80)
+    return "(empty)"
+
+
+def _indent(code: str, first: str, rest: str) -> str:
+    lines = code.rstrip("\n").splitlines() or [""]
+    return "\n".join((first if i == 0 else rest) + line for i, line in enumerate(lines))
+
+
+def _cut_chars(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
+
+
+def _cut_lines(text: str) -> str:
+    """At most DUMP_MAX_LINES lines and DUMP_MAX_CHARS characters, noting what was cut."""
+    lines = text.splitlines()
+    cut = ""
+    if len(lines) > DUMP_MAX_LINES:
+        cut = f"\n[... {len(lines) - DUMP_MAX_LINES} more lines ...]"
+        text = "\n".join(lines[:DUMP_MAX_LINES])
+    if len(text) > DUMP_MAX_CHARS:
+        cut = f"\n[... {len(text) - DUMP_MAX_CHARS} more characters ...]" + cut
+        text = text[:DUMP_MAX_CHARS]
+    return text + cut

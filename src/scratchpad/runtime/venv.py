@@ -1,0 +1,201 @@
+"""A pad's virtualenv: create, recognise for reuse, rebuild, install into, restore.
+
+Layout of a pad directory (which *is* the venv)::
+
+    <pad>/bin/python ...          the venv (uv venv --system-site-packages, no seed)
+    <pad>/requirements.txt        what was installed; replayed when the venv is rebuilt
+    <pad>/scratchpad-venv.json    written once a kernel started from it (the verification)
+    <pad>/history.jsonl           the pad's cells (see history.py)
+
+The venv also sees the packages of the environment Scratchpad itself runs in (a ``.pth`` file
+adds them after the pad's own), so what the host has installed is importable in every pad.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import re
+import shutil
+import site
+import sys
+from pathlib import Path
+
+from scratchpad.errors import InstallError, InvalidInputError, VenvError
+from scratchpad.fsutil import atomic_write_text
+
+MARKER = "scratchpad-venv.json"
+REQUIREMENTS = "requirements.txt"
+HOST_PTH = "_scratchpad_host.pth"
+KEEP_ON_REBUILD = ("requirements.txt", "history.jsonl")
+PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+CREATE_TIMEOUT_S = 60.0
+
+
+def venv_python(root: Path) -> Path:
+    return root / "bin" / "python"
+
+
+def host_python_version() -> str:
+    return platform.python_version()
+
+
+def is_reusable(root: Path) -> bool:
+    """True when a kernel already started from this venv with the host's Python version."""
+    try:
+        marker = json.loads((root / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(marker, dict)
+        and marker.get("python_version") == host_python_version()
+        and venv_python(root).exists()
+    )
+
+
+def mark_verified(root: Path) -> None:
+    record = {"python_version": host_python_version(), "base_python": sys.executable}
+    atomic_write_text(root / MARKER, json.dumps(record, indent=2) + "\n")
+
+
+async def create(root: Path) -> None:
+    """(Re)create the venv at ``root``, keeping its requirements and history files."""
+    kept = {name: (root / name).read_bytes() for name in KEEP_ON_REBUILD if (root / name).exists()}
+    if root.exists():
+        shutil.rmtree(root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    error = await _create_with_uv(root)
+    if error is not None:
+        shutil.rmtree(root, ignore_errors=True)
+        await asyncio.to_thread(_create_with_stdlib, root)
+    for name, data in kept.items():
+        (root / name).write_bytes(data)
+    _link_host_packages(root)
+
+
+async def _create_with_uv(root: Path) -> str | None:
+    """Create with uv; the error text when uv is missing or fails (the caller falls back)."""
+    try:
+        from uv import find_uv_bin
+
+        uv = find_uv_bin()
+    except (ImportError, FileNotFoundError) as exc:
+        return f"uv unavailable: {exc}"
+    argv = [uv, "venv", "--system-site-packages", "--no-project", "--no-config", "--quiet",
+            "--python", sys.executable, str(root)]
+    code, output = await run_tool(argv, CREATE_TIMEOUT_S)
+    return None if code == 0 else f"uv venv failed ({code}): {output}"
+
+
+def _create_with_stdlib(root: Path) -> None:
+    import venv
+
+    try:
+        venv.EnvBuilder(system_site_packages=True, with_pip=False, symlinks=True).create(root)
+    except Exception as exc:
+        raise VenvError(
+            f"could not create a virtualenv at {root} with uv or the venv module: {exc}. "
+            "Check free disk space and permissions of that directory."
+        ) from exc
+
+
+def _link_host_packages(root: Path) -> None:
+    """Let the pad import what the host environment has (after its own packages)."""
+    if sys.prefix == sys.base_prefix:
+        return  # the host is the system interpreter: --system-site-packages already covers it
+    lines = [
+        f"import site; site.addsitedir({path!r})"
+        for path in site.getsitepackages()
+        if os.path.isdir(path)
+    ]
+    for target in (root / "lib").glob("python*/site-packages"):
+        (target / HOST_PTH).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# -- packages -------------------------------------------------------------------------------
+def validate_specs(packages: object) -> list[str]:
+    """Package specs as the installer will get them; refuses options and odd characters."""
+    if isinstance(packages, str) or not isinstance(packages, (list, tuple)):
+        raise InvalidInputError("packages must be a list of strings, e.g. ['requests', 'six']")
+    specs: list[str] = []
+    for spec in packages:
+        if not isinstance(spec, str) or not spec.strip():
+            raise InvalidInputError(f"package spec {spec!r} is empty or not a string")
+        spec = spec.strip()
+        if spec.startswith("-") or any(ch.isspace() for ch in spec) or len(spec) > 500:
+            raise InvalidInputError(
+                f"package spec {spec!r} is not allowed: give a name with an optional version "
+                "('pandas>=2'), a URL or a path, without options or spaces"
+            )
+        specs.append(spec)
+    if not specs:
+        raise InvalidInputError("no packages given: pass at least one package name")
+    return specs
+
+
+def plain_names(specs: list[str]) -> list[str]:
+    """The specs that are bare distribution names (the only ones we can check locally)."""
+    return [spec for spec in specs if PLAIN_NAME.match(spec)]
+
+
+def read_requirements(root: Path) -> list[str]:
+    try:
+        text = (root / REQUIREMENTS).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def record_requirements(root: Path, specs: list[str]) -> None:
+    current = read_requirements(root)
+    merged = current + [spec for spec in specs if spec not in current]
+    if merged != current:
+        atomic_write_text(root / REQUIREMENTS, "\n".join(merged) + "\n")
+
+
+async def install(root: Path, specs: list[str], timeout: float) -> str:
+    """``uv pip install`` into the venv; the installer's output, or InstallError."""
+    from uv import find_uv_bin
+
+    argv = [find_uv_bin(), "pip", "install", "--python", str(venv_python(root)), *specs]
+    code, output = await run_tool(argv, timeout)
+    if code is None:
+        raise InstallError(
+            f"installing {', '.join(specs)} timed out after {timeout:g}s; "
+            "retry, or raise SCRATCHPAD_INSTALL_TIMEOUT_S"
+        )
+    if code != 0:
+        raise InstallError(
+            f"installing {', '.join(specs)} failed (exit code {code}); check the names and "
+            f"versions. Installer output:\n{output}"
+        )
+    return output
+
+
+async def restore(root: Path, timeout: float) -> str:
+    """Reinstall what requirements.txt records (after a rebuild); '' when nothing to do."""
+    specs = read_requirements(root)
+    return await install(root, specs, timeout) if specs else ""
+
+
+async def run_tool(argv: list[str], timeout: float) -> tuple[int | None, str]:
+    """Run a helper program; (exit code or None on timeout, combined output)."""
+    env = {**os.environ, "UV_NO_PROGRESS": "1", "UV_PYTHON_DOWNLOADS": "never"}
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT, env=env, start_new_session=True,
+        )
+    except OSError as exc:
+        return 127, str(exc)
+    try:
+        output, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 9)
+        await proc.wait()
+        return None, ""
+    return proc.returncode, output.decode("utf-8", "replace").strip()

@@ -1,0 +1,283 @@
+"""The kernel: one long-lived process per pad that runs its cells.
+
+Standard library only, started by file path (``python worker.py CTRL_IN CTRL_OUT CONFIG``) so
+nothing of the scratchpad package is imported at boot. Control messages travel as frames on the
+two pipes given on the command line (see protocol.py); fd 1 and fd 2 are plain pipes the parent
+reads itself, so whatever user code prints can never desync the protocol.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
+    sys.path.pop(0)
+sys.path.insert(0, _HERE)
+import protocol  # noqa: E402  (the sibling file, renamed below so user code never sees it)
+
+sys.modules["_scratchpad_protocol"] = sys.modules.pop("protocol")
+sys.path[0] = ""  # like a notebook: the working directory comes first
+
+import _thread  # noqa: E402
+import ast  # noqa: E402
+import builtins  # noqa: E402
+import faulthandler  # noqa: E402
+import json  # noqa: E402
+import signal  # noqa: E402
+import types  # noqa: E402
+from typing import Any  # noqa: E402
+
+PRIVATE_MODULES = {
+    "_scratchpad_helpers": "helpers.py",
+    "_scratchpad_mpl_backend": "mpl_backend.py",
+}
+CO_COROUTINE = 0x80
+RESULT_CAP = 100_000
+
+
+class _PrivateFinder:
+    """Finds the kernel's own lazily loaded modules by file path, under private names."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> Any:
+        filename = PRIVATE_MODULES.get(name)
+        if filename is None:
+            return None
+        from importlib.util import spec_from_file_location
+
+        return spec_from_file_location(name, os.path.join(_HERE, filename))
+
+
+def _closed_stdin_input(prompt: object = "") -> str:
+    raise EOFError(
+        "input() is not available in a pad: its stdin is closed. "
+        "Put the value in the code, or read it from a file or an environment variable."
+    )
+
+
+class Kernel:
+    """Reads execute requests, runs them in one persistent namespace, answers with frames."""
+
+    def __init__(self, ctrl_in: int, ctrl_out: int) -> None:
+        self.ctrl_in = ctrl_in
+        self.ctrl_out = ctrl_out
+        self.send_lock = _thread.allocate_lock()
+        self.in_cell = False
+        self.interrupted = False
+        self.count = 0
+        self.loop: Any = None
+        self.user_module = types.ModuleType("__main__")
+        self.namespace = self.user_module.__dict__
+        self.namespace.update(
+            __builtins__=builtins,
+            display=self.display,
+            progress=self.progress,
+            sample=self.sample,
+        )
+
+    # -- helpers exposed to cells ---------------------------------------------------------
+    def send(self, message: dict[str, object]) -> None:
+        frame = protocol.encode(message)
+        with self.send_lock:
+            protocol.write_all(self.ctrl_out, frame)
+
+    def progress(self, message: object = "") -> None:
+        """Report progress to the caller; it also resets the cell's inactivity timer."""
+        self.send({"type": "progress", "message": str(message)})
+
+    def display(self, *objects: object) -> None:
+        """Show rich output (images, HTML, ...) for each object, like Jupyter's display()."""
+        import _scratchpad_helpers
+
+        for obj in objects:
+            self.send({"type": "display", "data": _scratchpad_helpers.mime_bundle(obj)})
+
+    def sample(self, value: object, mode: str = "preview") -> None:
+        """Print a type-aware view of a value: ``preview`` (short) or ``full`` (longer)."""
+        import _scratchpad_helpers
+
+        print(_scratchpad_helpers.sample(value, mode))
+
+    # -- the loop -------------------------------------------------------------------------
+    def on_sigint(self, signum: int, frame: object) -> None:
+        if self.in_cell:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        # between cells an interrupt has nothing to stop
+
+    def serve(self) -> None:
+        self.send({"type": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
+        while True:
+            message = protocol.read_frame(self.ctrl_in)
+            if message is None or message.get("type") == "shutdown":
+                return
+            kind = message.get("type")
+            if kind == "execute":
+                try:
+                    reply = self.run_cell(str(message.get("code", "")))
+                except KeyboardInterrupt:  # landed in our own bookkeeping
+                    reply = {"type": "done", "status": "interrupted", "result": None,
+                             "error": "KeyboardInterrupt"}
+                self.finish_cell()
+                self.send(reply)
+            elif kind == "which_installed":
+                self.send({"type": "installed", "names": which_installed(message.get("names"))})
+            elif kind == "refresh_imports":
+                refresh_imports()
+                self.send({"type": "ack"})
+
+    def run_cell(self, code: str) -> dict[str, object]:
+        self.count += 1
+        filename = f"<cell {self.count}>"
+        status, result, error = "ok", None, None
+        try:
+            self.interrupted = False
+            self.in_cell = True
+            body, last = compile_cell(code, filename)
+            self.run_code(body)
+            if last is not None:
+                value = self.run_code(last)
+                if value is not None:
+                    self.namespace["_"] = value
+                    result = format_result(value)
+        except BaseException as exc:  # noqa: BLE001 - user code may raise anything, even SystemExit
+            interrupted = isinstance(exc, KeyboardInterrupt) and self.interrupted
+            status = "interrupted" if interrupted else "error"
+            error = format_exception(exc)
+        finally:
+            self.in_cell = False
+        return {"type": "done", "status": status, "result": result, "error": error}
+
+    def run_code(self, code: types.CodeType) -> object:
+        value = eval(code, self.namespace)
+        if code.co_flags & CO_COROUTINE:  # top-level await
+            if self.loop is None:
+                import asyncio
+
+                self.loop = asyncio.new_event_loop()
+            value = self.loop.run_until_complete(value)
+        return value
+
+    def finish_cell(self) -> None:
+        """Capture figures left open by the cell, then push buffered output into the pipes."""
+        if "matplotlib.pyplot" in sys.modules:
+            try:
+                import _scratchpad_helpers
+
+                _scratchpad_helpers.capture_figures()
+            except Exception as exc:  # noqa: BLE001 - a broken figure must not kill the kernel
+                print(f"[scratchpad] could not capture figures: {exc!r}", file=sys.__stderr__)
+        for stream in (sys.__stdout__, sys.__stderr__):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except (OSError, ValueError):
+                pass
+
+
+def compile_cell(code: str, filename: str) -> tuple[types.CodeType, types.CodeType | None]:
+    """Split a cell into its body and, when it ends with an expression, that expression."""
+    import linecache
+
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = ast.parse(code, filename, "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
+    tail = compile(last, filename, "eval", flags=flags, dont_inherit=True) if last else None
+    return body, tail
+
+
+def format_result(value: object) -> str:
+    """The text a notebook shows as ``Out[n]``: the repr, head and tail kept when huge."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001 - a broken __repr__ is still an answer
+        text = f"<repr of {type(value).__name__} failed: {exc!r}>"
+    if len(text) > RESULT_CAP:
+        half = RESULT_CAP // 2
+        omitted = len(text) - RESULT_CAP
+        text = f"{text[:half]}\n[... {omitted} characters omitted ...]\n{text[-half:]}"
+    return text
+
+
+def format_exception(exc: BaseException) -> str:
+    """The traceback of a cell's exception without the kernel's own frames."""
+    import traceback
+
+    summary = traceback.TracebackException.from_exception(exc)
+    own = os.path.abspath(__file__)
+    summary.stack = traceback.StackSummary.from_list(
+        [frame for frame in summary.stack if frame.filename != own]
+    )
+    return "".join(summary.format())
+
+
+def which_installed(names: object) -> list[str]:
+    """The distribution names among ``names`` that this interpreter can already import."""
+    import importlib.metadata
+
+    found = []
+    for name in names if isinstance(names, list) else []:
+        try:
+            importlib.metadata.distribution(str(name))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        found.append(str(name))
+    return found
+
+
+def refresh_imports() -> None:
+    """Make packages installed after boot importable (new dirs, new .pth files)."""
+    import importlib
+    import site
+
+    for directory in site.getsitepackages([sys.prefix]):
+        if os.path.isdir(directory):
+            site.addsitedir(directory)
+    importlib.invalidate_caches()
+
+
+def configure_process(config: dict[str, Any]) -> None:
+    """Streams, signals, limits: everything the kernel sets once at boot."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.reconfigure(line_buffering=True, errors="backslashreplace")
+    builtins.input = _closed_stdin_input
+    faulthandler.enable()
+    limit_mb = config.get("memory_limit_mb")
+    if limit_mb:
+        import resource
+
+        limit = int(limit_mb) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    sys.meta_path.append(_PrivateFinder)  # type: ignore[arg-type]
+
+
+def main(argv: list[str]) -> int:
+    ctrl_in, ctrl_out = int(argv[1]), int(argv[2])
+    config = json.loads(argv[3]) if len(argv) > 3 else {}
+    for fd in (ctrl_in, ctrl_out):
+        os.set_inheritable(fd, False)  # children of user code must not hold the channel open
+    kernel = Kernel(ctrl_in, ctrl_out)
+    sys.modules["_scratchpad_kernel"] = sys.modules[__name__]
+    sys.modules["__main__"] = kernel.user_module
+    global KERNEL
+    KERNEL = kernel
+    configure_process(config)
+    signal.signal(signal.SIGINT, kernel.on_sigint)
+    try:
+        kernel.serve()
+    except (BrokenPipeError, protocol.ProtocolError):
+        return 1  # the parent went away or spoke garbage: nothing left to serve
+    return 0
+
+
+KERNEL: Kernel | None = None
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
