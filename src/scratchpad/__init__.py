@@ -51,7 +51,26 @@ _EXPORTS = {
     "VenvError": "scratchpad.errors",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Cell",
+    "ConfigError",
+    "DisplayEvent",
+    "InstallError",
+    "InvalidInputError",
+    "InvalidPadNameError",
+    "KernelStartError",
+    "LocalRuntime",
+    "OutputEvent",
+    "PadClosedError",
+    "PadError",
+    "PadNotFoundError",
+    "ProgressEvent",
+    "ScratchpadError",
+    "ScratchpadManager",
+    "ScratchpadRuntime",
+    "Settings",
+    "VenvError",
+]
 
 
 def __getattr__(name: str) -> Any:

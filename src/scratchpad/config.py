@@ -63,7 +63,9 @@ class Settings(BaseSettings):
                 f"SCRATCHPAD_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
                 for err in exc.errors()
             )
-            raise ConfigError(f"Invalid settings: {problems}. Fix the variable(s) and retry.") from exc
+            raise ConfigError(
+                f"Invalid settings: {problems}. Fix the variable(s) and retry."
+            ) from exc
 
     def with_home(self, home: Path) -> Settings:
         """A copy whose home directory is ``home`` (used when a workspace is bound)."""

@@ -53,7 +53,11 @@ class ScratchpadRuntime(ABC):
 
     @abstractmethod
     def execute_streaming(
-        self, code: str, *, description: str = "", estimated_time: str = "",
+        self,
+        code: str,
+        *,
+        description: str = "",
+        estimated_time: str = "",
         estimated_seconds: float = 0.0,
     ) -> AsyncIterator[StreamItem]:
         """Run ``code``; yields progress/output/display events, then exactly one Cell."""
@@ -64,14 +68,20 @@ class ScratchpadRuntime(ABC):
         """True while a cell is running."""
 
     async def execute(
-        self, code: str, *, description: str = "", estimated_time: str = "",
+        self,
+        code: str,
+        *,
+        description: str = "",
+        estimated_time: str = "",
         estimated_seconds: float = 0.0,
         on_event: Callable[[StreamItem], Any] | None = None,
     ) -> Cell:
         """Run ``code`` and return its Cell (events go to ``on_event`` when given)."""
         cell: Cell | None = None
         async for item in self.execute_streaming(
-            code, description=description, estimated_time=estimated_time,
+            code,
+            description=description,
+            estimated_time=estimated_time,
             estimated_seconds=estimated_seconds,
         ):
             if isinstance(item, Cell):
@@ -100,19 +110,29 @@ class ScratchpadRuntime(ABC):
         await self.start()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         await self.close()
 
 
 def check_execute_args(code: object, description: object, estimated_seconds: object) -> None:
     """Shared validation of execute arguments; the message says what to pass instead."""
     if not isinstance(code, str):
-        raise InvalidInputError(f"code must be a string of Python source, not {type(code).__name__}")
+        raise InvalidInputError(
+            f"code must be a string of Python source, not {type(code).__name__}"
+        )
     if not isinstance(description, str):
         raise InvalidInputError("description must be a string")
-    if isinstance(estimated_seconds, bool) or not isinstance(estimated_seconds, (int, float)) \
-            or estimated_seconds < 0 or estimated_seconds != estimated_seconds:
+    if (
+        isinstance(estimated_seconds, bool)
+        or not isinstance(estimated_seconds, (int, float))
+        or estimated_seconds < 0
+        or estimated_seconds != estimated_seconds
+    ):
         raise InvalidInputError(
             f"estimated_seconds must be a number >= 0, not {estimated_seconds!r}"
         )

@@ -30,10 +30,18 @@ StopReason = Literal["timeout", "inactivity", "cancelled"]
 class CellRun:
     """Drives one cell to its end. Call :meth:`step` until :attr:`finished`."""
 
-    def __init__(self, kernel: KernelProcess, cell: Cell, *, timeouts: Timeouts, grace: float,
-                 output_cap: int, logs: list[str],
-                 on_killed: Callable[[CellRun], Awaitable[None]],
-                 on_finished: Callable[[CellRun], None]) -> None:
+    def __init__(
+        self,
+        kernel: KernelProcess,
+        cell: Cell,
+        *,
+        timeouts: Timeouts,
+        grace: float,
+        output_cap: int,
+        logs: list[str],
+        on_killed: Callable[[CellRun], Awaitable[None]],
+        on_finished: Callable[[CellRun], None],
+    ) -> None:
         self.kernel = kernel
         self.cell = cell
         self.timeouts = timeouts
@@ -88,8 +96,9 @@ class CellRun:
     def _deadline(self) -> float:
         if self._interrupted_at is not None:
             return self._interrupted_at + self.grace
-        return min(self._start + self.timeouts.total,
-                   self._last_activity + self.timeouts.inactivity)
+        return min(
+            self._start + self.timeouts.total, self._last_activity + self.timeouts.inactivity
+        )
 
     async def _on_message(self, message: dict[str, object]) -> list[StreamItem]:
         kind = message.get("type")
@@ -137,8 +146,10 @@ class CellRun:
             head = "Cell cancelled"
         if kept:
             return f"{head} (interrupted; variables are kept)"
-        return (f"{head}; the kernel did not stop when interrupted and was killed and "
-                "restarted, so all variables were lost")
+        return (
+            f"{head}; the kernel did not stop when interrupted and was killed and "
+            "restarted, so all variables were lost"
+        )
 
     def _finish_done(self, message: dict[str, object]) -> Cell:
         status = message.get("status")
@@ -182,8 +193,10 @@ class CellRun:
         cell.stderr = self.stderr.text()
         for name, buffer in (("stdout", self.stdout), ("stderr", self.stderr)):
             if buffer.dropped:
-                self.logs.append(f"{name}: {buffer.total} bytes written, "
-                                 f"{buffer.dropped} dropped from the middle (cap per stream)")
+                self.logs.append(
+                    f"{name}: {buffer.total} bytes written, "
+                    f"{buffer.dropped} dropped from the middle (cap per stream)"
+                )
         cell.logs = "\n".join(self.logs)
         cell.duration_s = round(time.perf_counter() - self._started, 6)
         self.finished = True

@@ -93,7 +93,7 @@ def _describe(value: object, full: bool) -> str:
     if isinstance(value, (list, tuple)):
         return _describe_sequence(value, 200 if full else 10)
     if isinstance(value, (set, frozenset)):
-        items = sorted((_safe_repr(v) for v in value))[: 200 if full else 20]
+        items = sorted(_safe_repr(v) for v in value)[: 200 if full else 20]
         return f"{kind.__name__} of {len(value)} items: {{{', '.join(items)}}}"
     if isinstance(value, str):
         return f"str of {len(value)} chars:\n{value if full else _ends(value, 800)}"
@@ -158,14 +158,14 @@ def _ends(text: str, keep: int) -> str:
 def _safe_repr(obj: object) -> str:
     try:
         return repr(obj)
-    except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not break display
+    except Exception as exc:
         return f"<{type(obj).__name__}: repr failed with {exc!r}>"
 
 
 def _call_repr(fn: Any) -> Any:
     try:
         return fn()
-    except Exception:  # noqa: BLE001 - Jupyter ignores failing rich reprs too
+    except Exception:
         return None
 
 

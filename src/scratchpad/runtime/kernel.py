@@ -37,8 +37,9 @@ _LIVE: weakref.WeakSet[KernelProcess] = weakref.WeakSet()
 class KernelProcess:
     """A running worker. Create with :meth:`spawn`; always finish with :meth:`stop`."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], ctrl_w: int, ctrl_r: int,
-                 out_r: int, err_r: int) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], ctrl_w: int, ctrl_r: int, out_r: int, err_r: int
+    ) -> None:
         self.proc = proc
         self.pid = proc.pid
         self._ctrl_w = ctrl_w
@@ -57,8 +58,9 @@ class KernelProcess:
 
     # -- start ------------------------------------------------------------------------------
     @classmethod
-    async def spawn(cls, python: Path, *, cwd: Path, env: dict[str, str],
-                    config: dict[str, Any], timeout: float) -> KernelProcess:
+    async def spawn(
+        cls, python: Path, *, cwd: Path, env: dict[str, str], config: dict[str, Any], timeout: float
+    ) -> KernelProcess:
         """Start ``python worker.py`` and wait for its ``ready`` frame."""
         to_kernel_r, to_kernel_w = os.pipe()
         from_kernel_r, from_kernel_w = os.pipe()
@@ -67,17 +69,35 @@ class KernelProcess:
         for fd in (out_w, err_w):
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-        argv = [str(python), str(WORKER_PATH), str(to_kernel_r), str(from_kernel_w),
-                json.dumps(config)]
+        argv = [
+            str(python),
+            str(WORKER_PATH),
+            str(to_kernel_r),
+            str(from_kernel_w),
+            json.dumps(config),
+        ]
         try:
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w,
-                pass_fds=(to_kernel_r, from_kernel_w), start_new_session=True,
-                cwd=cwd, env=env,
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=err_w,
+                pass_fds=(to_kernel_r, from_kernel_w),
+                start_new_session=True,
+                cwd=cwd,
+                env=env,
             )
         except OSError as exc:
-            for fd in (to_kernel_r, to_kernel_w, from_kernel_r, from_kernel_w, out_r, out_w,
-                       err_r, err_w):
+            for fd in (
+                to_kernel_r,
+                to_kernel_w,
+                from_kernel_r,
+                from_kernel_w,
+                out_r,
+                out_w,
+                err_r,
+                err_w,
+            ):
                 os.close(fd)
             raise KernelStartError(f"could not run {python}: {exc}") from exc
         finally:

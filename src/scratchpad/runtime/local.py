@@ -94,7 +94,11 @@ class LocalRuntime(ScratchpadRuntime):
 
     # -- cells ------------------------------------------------------------------------------
     async def execute_streaming(
-        self, code: str, *, description: str = "", estimated_time: str = "",
+        self,
+        code: str,
+        *,
+        description: str = "",
+        estimated_time: str = "",
         estimated_seconds: float = 0.0,
     ) -> AsyncIterator[StreamItem]:
         check_execute_args(code, description, estimated_seconds)
@@ -122,9 +126,14 @@ class LocalRuntime(ScratchpadRuntime):
         assert kernel is not None
         logs = self._take_notes(kernel)
         run = CellRun(
-            kernel, cell, timeouts=compute_timeouts(estimated_seconds, self.settings),
-            grace=self.settings.interrupt_grace_s, output_cap=self.settings.output_cap_bytes,
-            logs=logs, on_killed=self._after_kill, on_finished=self._record,
+            kernel,
+            cell,
+            timeouts=compute_timeouts(estimated_seconds, self.settings),
+            grace=self.settings.interrupt_grace_s,
+            output_cap=self.settings.output_cap_bytes,
+            logs=logs,
+            on_killed=self._after_kill,
+            on_finished=self._record,
         )
         self._run = run
         run.begin()  # a dead kernel shows up as an "exit" event on the first step
@@ -153,8 +162,10 @@ class LocalRuntime(ScratchpadRuntime):
     async def _after_kill(self, run: CellRun) -> None:
         """The ladder killed the kernel: start a fresh one so the pad stays usable."""
         await self._stop_kernel()
-        self._notes.append("The previous cell was killed; this kernel started fresh "
-                           "(all variables from before were lost).")
+        self._notes.append(
+            "The previous cell was killed; this kernel started fresh "
+            "(all variables from before were lost)."
+        )
         try:
             await self._ensure_kernel()
         except KernelStartError as exc:
@@ -167,12 +178,16 @@ class LocalRuntime(ScratchpadRuntime):
             self._check_open()
             await self._ensure_kernel()
             present = await self._request(
-                {"type": "which_installed", "names": venv.plain_names(specs)}, "installed")
-            present_names = [str(n) for n in present.get("names", [])]  # type: ignore[union-attr]
+                {"type": "which_installed", "names": venv.plain_names(specs)}, "installed"
+            )
+            names = present.get("names")
+            present_names = [str(n) for n in names] if isinstance(names, list) else []
             wanted = [spec for spec in specs if spec not in present_names]
             report = [f"Already installed: {', '.join(present_names)}"] if present_names else []
             if wanted:
-                report.append(await venv.install(self.root, wanted, self.settings.install_timeout_s))
+                report.append(
+                    await venv.install(self.root, wanted, self.settings.install_timeout_s)
+                )
                 venv.record_requirements(self.root, wanted)
                 await self._request({"type": "refresh_imports"}, "ack")
             return "\n".join(report)
@@ -209,8 +224,9 @@ class LocalRuntime(ScratchpadRuntime):
             return
         if kernel is not None:
             await self._stop_kernel()
-            self._notes.append("The kernel had died; this is a fresh kernel "
-                               "(all variables from before were lost).")
+            self._notes.append(
+                "The kernel had died; this is a fresh kernel (all variables from before were lost)."
+            )
         if self._deaths_in_a_row >= DEATHS_BEFORE_FULL_RESET:
             await self._rebuild_venv(f"the kernel died {self._deaths_in_a_row} times in a row")
             self._deaths_in_a_row = 0
@@ -224,7 +240,9 @@ class LocalRuntime(ScratchpadRuntime):
                 await self._rebuild_venv(last_error or "no usable virtualenv yet")
             try:
                 self._kernel = await KernelProcess.spawn(
-                    venv.venv_python(self.root), cwd=self.cwd, env=self._kernel_env(),
+                    venv.venv_python(self.root),
+                    cwd=self.cwd,
+                    env=self._kernel_env(),
                     config={"memory_limit_mb": self.settings.kernel_memory_limit_mb},
                     timeout=self.settings.kernel_start_timeout_s,
                 )

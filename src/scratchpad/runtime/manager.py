@@ -14,10 +14,34 @@ from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.names import validate_pad_name
 
 NOTABLE_PACKAGES = (
-    "numpy", "pandas", "polars", "scipy", "scikit-learn", "statsmodels", "matplotlib",
-    "seaborn", "plotly", "pillow", "requests", "httpx", "beautifulsoup4", "lxml", "pyarrow",
-    "duckdb", "sqlalchemy", "psycopg", "psycopg2", "pymysql", "openpyxl", "sympy", "networkx",
-    "torch", "transformers", "pydantic", "pyyaml", "rich",
+    "numpy",
+    "pandas",
+    "polars",
+    "scipy",
+    "scikit-learn",
+    "statsmodels",
+    "matplotlib",
+    "seaborn",
+    "plotly",
+    "pillow",
+    "requests",
+    "httpx",
+    "beautifulsoup4",
+    "lxml",
+    "pyarrow",
+    "duckdb",
+    "sqlalchemy",
+    "psycopg",
+    "psycopg2",
+    "pymysql",
+    "openpyxl",
+    "sympy",
+    "networkx",
+    "torch",
+    "transformers",
+    "pydantic",
+    "pyyaml",
+    "rich",
 )
 
 
@@ -43,8 +67,13 @@ class ScratchpadManager:
     (``SCRATCHPAD_HOME``) in the current directory.
     """
 
-    def __init__(self, workspace: str | Path | None = None, *, settings: Settings | None = None,
-                 runtime_factory: RuntimeFactory | None = None) -> None:
+    def __init__(
+        self,
+        workspace: str | Path | None = None,
+        *,
+        settings: Settings | None = None,
+        runtime_factory: RuntimeFactory | None = None,
+    ) -> None:
         settings = settings or Settings.load()
         if workspace is not None:
             self.workspace: Path | None = Path(workspace).resolve()

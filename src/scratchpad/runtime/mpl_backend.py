@@ -6,10 +6,9 @@ opening a window. Loaded inside the kernel only when a cell imports matplotlib.
 
 from __future__ import annotations
 
+import _scratchpad_helpers
 from matplotlib.backend_bases import FigureManagerBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-import _scratchpad_helpers  # type: ignore[import-not-found]
 
 FigureCanvas = FigureCanvasAgg
 FigureManager = FigureManagerBase

@@ -1,4 +1,4 @@
-"""Views of a pad's cells shared by every backend: text view, markdown dump, notebook, compaction."""
+"""Views of a pad's cells shared by every backend: text view, dump, notebook, compaction."""
 
 from __future__ import annotations
 
@@ -86,18 +86,29 @@ def to_ipynb(name: str, cells: list[Cell]) -> dict[str, Any]:
     import nbformat
     from nbformat import v4
 
-    notebook = v4.new_notebook(metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-        "language_info": {"name": "python"},
-        "scratchpad": {"pad": name},
-    })
+    notebook = v4.new_notebook(
+        metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"},
+            "scratchpad": {"pad": name},
+        }
+    )
     for count, cell in enumerate(cells, start=1):
-        notebook.cells.append(v4.new_code_cell(
-            source=cell.code, execution_count=count, outputs=_nb_outputs(cell, count),
-            metadata={"scratchpad": {"id": cell.id, "status": cell.status,
-                                     "description": cell.description,
-                                     "duration_s": cell.duration_s}},
-        ))
+        notebook.cells.append(
+            v4.new_code_cell(
+                source=cell.code,
+                execution_count=count,
+                outputs=_nb_outputs(cell, count),
+                metadata={
+                    "scratchpad": {
+                        "id": cell.id,
+                        "status": cell.status,
+                        "description": cell.description,
+                        "duration_s": cell.duration_s,
+                    }
+                },
+            )
+        )
     nbformat.validate(notebook)
     return dict(notebook)
 
@@ -111,13 +122,19 @@ def _nb_outputs(cell: Cell, count: int) -> list[Any]:
             outputs.append(v4.new_output("stream", name=stream, text=text))
     outputs.extend(v4.new_output("display_data", data=bundle) for bundle in cell.outputs)
     if cell.result is not None:
-        outputs.append(v4.new_output(
-            "execute_result", data={"text/plain": cell.result}, execution_count=count))
+        outputs.append(
+            v4.new_output("execute_result", data={"text/plain": cell.result}, execution_count=count)
+        )
     if cell.error:
         ename, _, evalue = last_error_line(cell.error).partition(":")
-        outputs.append(v4.new_output(
-            "error", ename=ename.strip() or "Error", evalue=evalue.strip(),
-            traceback=cell.error.rstrip("\n").splitlines()))
+        outputs.append(
+            v4.new_output(
+                "error",
+                ename=ename.strip() or "Error",
+                evalue=evalue.strip(),
+                traceback=cell.error.rstrip("\n").splitlines(),
+            )
+        )
     return outputs
 
 

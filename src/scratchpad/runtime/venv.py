@@ -84,8 +84,17 @@ async def _create_with_uv(root: Path) -> str | None:
         uv = find_uv_bin()
     except (ImportError, FileNotFoundError) as exc:
         return f"uv unavailable: {exc}"
-    argv = [uv, "venv", "--system-site-packages", "--no-project", "--no-config", "--quiet",
-            "--python", sys.executable, str(root)]
+    argv = [
+        uv,
+        "venv",
+        "--system-site-packages",
+        "--no-project",
+        "--no-config",
+        "--quiet",
+        "--python",
+        sys.executable,
+        str(root),
+    ]
     code, output = await run_tool(argv, CREATE_TIMEOUT_S)
     return None if code == 0 else f"uv venv failed ({code}): {output}"
 
@@ -186,8 +195,12 @@ async def run_tool(argv: list[str], timeout: float) -> tuple[int | None, str]:
     env = {**os.environ, "UV_NO_PROGRESS": "1", "UV_PYTHON_DOWNLOADS": "never"}
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, env=env, start_new_session=True,
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
         )
     except OSError as exc:
         return 127, str(exc)

@@ -11,11 +11,18 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False  # typing itself costs milliseconds at boot
+if TYPE_CHECKING:
+    from typing import Any
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
     sys.path.pop(0)
 sys.path.insert(0, _HERE)
-import protocol  # noqa: E402  (the sibling file, renamed below so user code never sees it)
+if TYPE_CHECKING:
+    from scratchpad.runtime import protocol
+else:
+    import protocol  # the sibling file, renamed below so user code never sees it
 
 sys.modules["_scratchpad_protocol"] = sys.modules.pop("protocol")
 sys.path[0] = ""  # like a notebook: the working directory comes first
@@ -24,10 +31,10 @@ import _thread  # noqa: E402
 import ast  # noqa: E402
 import builtins  # noqa: E402
 import faulthandler  # noqa: E402
+import io  # noqa: E402
 import json  # noqa: E402
 import signal  # noqa: E402
 import types  # noqa: E402
-from typing import Any  # noqa: E402
 
 PRIVATE_MODULES = {
     "_scratchpad_helpers": "helpers.py",
@@ -118,8 +125,12 @@ class Kernel:
                 try:
                     reply = self.run_cell(str(message.get("code", "")))
                 except KeyboardInterrupt:  # landed in our own bookkeeping
-                    reply = {"type": "done", "status": "interrupted", "result": None,
-                             "error": "KeyboardInterrupt"}
+                    reply = {
+                        "type": "done",
+                        "status": "interrupted",
+                        "result": None,
+                        "error": "KeyboardInterrupt",
+                    }
                 self.finish_cell()
                 self.send(reply)
             elif kind == "which_installed":
@@ -142,7 +153,7 @@ class Kernel:
                 if value is not None:
                     self.namespace["_"] = value
                     result = format_result(value)
-        except BaseException as exc:  # noqa: BLE001 - user code may raise anything, even SystemExit
+        except BaseException as exc:
             interrupted = isinstance(exc, KeyboardInterrupt) and self.interrupted
             status = "interrupted" if interrupted else "error"
             error = format_exception(exc)
@@ -167,7 +178,7 @@ class Kernel:
                 import _scratchpad_helpers
 
                 _scratchpad_helpers.capture_figures()
-            except Exception as exc:  # noqa: BLE001 - a broken figure must not kill the kernel
+            except Exception as exc:
                 print(f"[scratchpad] could not capture figures: {exc!r}", file=sys.__stderr__)
         for stream in (sys.__stdout__, sys.__stderr__):
             try:
@@ -186,7 +197,7 @@ def compile_cell(code: str, filename: str) -> tuple[types.CodeType, types.CodeTy
     tree = ast.parse(code, filename, "exec")
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+        last = ast.Expression(tree.body.pop().value)  # type: ignore[attr-defined]
     body = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
     tail = compile(last, filename, "eval", flags=flags, dont_inherit=True) if last else None
     return body, tail
@@ -196,7 +207,7 @@ def format_result(value: object) -> str:
     """The text a notebook shows as ``Out[n]``: the repr, head and tail kept when huge."""
     try:
         text = repr(value)
-    except Exception as exc:  # noqa: BLE001 - a broken __repr__ is still an answer
+    except Exception as exc:
         text = f"<repr of {type(value).__name__} failed: {exc!r}>"
     if len(text) > RESULT_CAP:
         half = RESULT_CAP // 2
@@ -245,7 +256,7 @@ def refresh_imports() -> None:
 def configure_process(config: dict[str, Any]) -> None:
     """Streams, signals, limits: everything the kernel sets once at boot."""
     for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
+        if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(line_buffering=True, errors="backslashreplace")
     builtins.input = _closed_stdin_input
     faulthandler.enable()
@@ -255,7 +266,7 @@ def configure_process(config: dict[str, Any]) -> None:
 
         limit = int(limit_mb) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    sys.meta_path.append(_PrivateFinder)  # type: ignore[arg-type]
+    sys.meta_path.append(_PrivateFinder)
 
 
 def main(argv: list[str]) -> int:
