@@ -59,7 +59,14 @@ class KernelProcess:
     # -- start ------------------------------------------------------------------------------
     @classmethod
     async def spawn(
-        cls, python: Path, *, cwd: Path, env: dict[str, str], config: dict[str, Any], timeout: float
+        cls,
+        python: Path,
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        config: dict[str, Any],
+        timeout: float,
+        worker: Path = WORKER_PATH,
     ) -> KernelProcess:
         """Start ``python worker.py`` and wait for its ``ready`` frame."""
         to_kernel_r, to_kernel_w = os.pipe()
@@ -71,7 +78,7 @@ class KernelProcess:
                 fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
         argv = [
             str(python),
-            str(WORKER_PATH),
+            str(worker),
             str(to_kernel_r),
             str(from_kernel_w),
             json.dumps(config),

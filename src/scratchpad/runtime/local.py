@@ -17,7 +17,7 @@ from scratchpad.runtime.base import ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import Cell, StreamItem
 from scratchpad.runtime.cellrun import CellRun
 from scratchpad.runtime.history import CellHistory
-from scratchpad.runtime.kernel import KernelProcess
+from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.timeouts import compute_timeouts
 
 MPL_BACKEND = "module://_scratchpad_mpl_backend"
@@ -28,9 +28,18 @@ REQUEST_TIMEOUT_S = 30.0
 class LocalRuntime(ScratchpadRuntime):
     """One pad: venv at ``root``, kernel started in ``cwd``; cells run one at a time."""
 
-    def __init__(self, name: str, *, root: Path, cwd: Path, settings: Settings) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        root: Path,
+        cwd: Path,
+        settings: Settings,
+        worker: Path = WORKER_PATH,
+    ) -> None:
         super().__init__(name, compact_keep=settings.compact_keep_cells)
         self.root = root
+        self.worker = worker
         self.cwd = cwd
         self.settings = settings
         self._kernel: KernelProcess | None = None
@@ -245,6 +254,7 @@ class LocalRuntime(ScratchpadRuntime):
                     env=self._kernel_env(),
                     config={"memory_limit_mb": self.settings.kernel_memory_limit_mb},
                     timeout=self.settings.kernel_start_timeout_s,
+                    worker=self.worker,
                 )
             except KernelStartError as exc:
                 last_error = str(exc)

@@ -117,6 +117,16 @@ class ScratchpadManager:
             )
         return pad
 
+    def peek(self, name: str) -> ScratchpadRuntime:
+        """A pad for reading its cells: the running one, or one loaded from disk unstarted."""
+        name = validate_pad_name(name)
+        pad = self._pads.get(name)
+        if pad is not None:
+            return pad
+        if name not in self.names_on_disk():
+            raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it")
+        return self._factory(name)
+
     def names(self) -> list[str]:
         """Names of the running pads."""
         return sorted(self._pads)

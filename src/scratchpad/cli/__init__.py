@@ -1,0 +1,9 @@
+"""The command line: ``scratchpad exec|view|dump|ls|rm|install|reset|demo``."""
+
+from __future__ import annotations
+
+
+def main() -> None:
+    from scratchpad.cli.app import app
+
+    app()

@@ -1,0 +1,3 @@
+from scratchpad.cli import main
+
+main()

@@ -1,0 +1,40 @@
+"""How the CLI shows cells and events on a terminal (rich), and nothing else."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+
+from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent, StreamItem
+from scratchpad.runtime.render import describe_output
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def show_event(item: StreamItem) -> None:
+    """Live output while a cell runs: stdout/stderr as they come, progress dimmed."""
+    if isinstance(item, OutputEvent):
+        stream = sys.stdout if item.stream == "stdout" else sys.stderr
+        stream.write(item.text)
+        stream.flush()
+    elif isinstance(item, ProgressEvent):
+        err_console.print(f"[dim]… {escape(item.message)}[/dim]")
+    elif isinstance(item, DisplayEvent):
+        err_console.print(f"[cyan]\\[output][/cyan] {escape(describe_output(item.data))}")
+
+
+def show_cell_end(cell: Cell) -> None:
+    """What a terminal needs after the streamed output: result, error, status."""
+    if cell.result is not None:
+        console.print(f"[green]Out:[/green] {escape(cell.result)}")
+    if cell.error:
+        err_console.print(f"[red]{escape(cell.error.rstrip())}[/red]")
+    colour = "green" if cell.ok else "red"
+    err_console.print(f"[{colour}]\\[{cell.status}][/{colour}] [dim]{cell.duration_s:.3f}s[/dim]")
+
+
+def fail(message: str) -> None:
+    err_console.print(f"[red]error:[/red] {escape(message)}")

@@ -1,0 +1,248 @@
+"""The runtime contract, written once and run against every backend (see ``runtime_kind``)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from scratchpad import Cell, DisplayEvent, OutputEvent, ProgressEvent
+from scratchpad.errors import InvalidInputError, PadClosedError
+from scratchpad.runtime.base import ScratchpadRuntime
+from scratchpad.runtime.manager import ScratchpadManager
+
+
+async def test_state_persists_between_cells(pad: ScratchpadRuntime) -> None:
+    first = await pad.execute("x = 41", description="define")
+    second = await pad.execute("x + 1")
+    assert first.status == "ok" and first.result is None
+    assert second.status == "ok"
+    assert second.result == "42"
+
+
+async def test_last_expression_is_the_result_like_out(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("items = {'a': [1, 2]}\nitems")
+    assert cell.result == "{'a': [1, 2]}"
+    underscore = await pad.execute("_")
+    assert underscore.result == "{'a': [1, 2]}"
+    none_result = await pad.execute("None")
+    assert none_result.result is None
+
+
+async def test_cell_fields_are_filled(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("print('hi')", description="greet", estimated_seconds=5)
+    assert isinstance(cell, Cell)
+    assert cell.code == "print('hi')"
+    assert cell.description == "greet"
+    assert cell.estimated_time == "5s"
+    assert cell.stdout == "hi\n"
+    assert cell.stderr == ""
+    assert cell.error is None
+    assert len(cell.id) == 12
+    assert cell.duration_s > 0
+    assert pad.cells[-1] is cell
+
+
+async def test_error_is_data_and_the_kernel_survives(pad: ScratchpadRuntime) -> None:
+    await pad.execute("kept = 'yes'")
+    cell = await pad.execute("print('before')\n{}['missing']")
+    assert cell.status == "error"
+    assert cell.stdout == "before\n"
+    assert cell.error is not None
+    assert "KeyError: 'missing'" in cell.error
+    assert 'File "<cell' in cell.error
+    assert "worker.py" not in cell.error  # the kernel's own frames are hidden
+    assert (await pad.execute("kept")).result == "'yes'"
+
+
+async def test_syntax_error_is_reported(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("def broken(:\n    pass")
+    assert cell.status == "error"
+    assert cell.error is not None and "SyntaxError" in cell.error
+
+
+async def test_stdout_and_stderr_are_separate_and_streamed(pad: ScratchpadRuntime) -> None:
+    code = "import sys\nprint('out')\nprint('err', file=sys.stderr)"
+    items = [item async for item in pad.execute_streaming(code)]
+    assert isinstance(items[-1], Cell)
+    assert sum(isinstance(item, Cell) for item in items) == 1
+    streamed = {(i.stream, i.text) for i in items if isinstance(i, OutputEvent)}
+    assert ("stdout", "out\n") in streamed
+    assert ("stderr", "err\n") in streamed
+    cell = items[-1]
+    assert cell.stdout == "out\n" and cell.stderr == "err\n"
+
+
+async def test_output_from_c_level_and_child_processes_is_captured(pad: ScratchpadRuntime) -> None:
+    code = (
+        "import os, subprocess\n"
+        "os.write(1, b'raw fd write\\n')\n"
+        "subprocess.run(['echo', 'from a child'])\n"
+        "os.system('echo from a shell >&2')"
+    )
+    cell = await pad.execute(code)
+    assert "raw fd write\n" in cell.stdout
+    assert "from a child\n" in cell.stdout
+    assert "from a shell\n" in cell.stderr
+
+
+async def test_output_streams_while_the_cell_runs(pad: ScratchpadRuntime) -> None:
+    code = "import time\nprint('early')\ntime.sleep(1.5)\nprint('late')"
+    stream = pad.execute_streaming(code)
+    first = await asyncio.wait_for(anext(stream), timeout=1.0)  # before the sleep ends
+    assert first == OutputEvent("stdout", "early\n")
+    rest = [item async for item in stream]
+    assert isinstance(rest[-1], Cell) and rest[-1].stdout == "early\nlate\n"
+
+
+async def test_progress_is_streamed_and_logged(pad: ScratchpadRuntime) -> None:
+    items = [item async for item in pad.execute_streaming("progress('loading')\nprogress(2)")]
+    progress = [item.message for item in items if isinstance(item, ProgressEvent)]
+    assert progress == ["loading", "2"]
+    cell = items[-1]
+    assert isinstance(cell, Cell) and "loading" in cell.logs
+
+
+async def test_display_sends_rich_bundles(pad: ScratchpadRuntime) -> None:
+    code = (
+        "class Card:\n"
+        "    def _repr_html_(self):\n"
+        "        return '<b>card</b>'\n"
+        "    def __repr__(self):\n"
+        "        return 'Card()'\n"
+        "display(Card(), 'text')"
+    )
+    items = [item async for item in pad.execute_streaming(code)]
+    displays = [item.data for item in items if isinstance(item, DisplayEvent)]
+    assert displays[0] == {"text/html": "<b>card</b>", "text/plain": "Card()"}
+    assert displays[1] == {"text/plain": "'text'"}
+    cell = items[-1]
+    assert isinstance(cell, Cell) and cell.outputs == displays
+
+
+async def test_matplotlib_figures_become_png_outputs(pad: ScratchpadRuntime) -> None:
+    pytest.importorskip("matplotlib")
+    shown = await pad.execute("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()")
+    assert shown.status == "ok", shown.error
+    assert len(shown.outputs) == 1
+    png = shown.outputs[0]["image/png"]
+    assert png.startswith("iVBORw0KGgo")  # base64 of the PNG signature
+    left_open = await pad.execute("fig = plt.figure()\n_ = plt.bar([1], [2])")
+    assert [list(o) for o in left_open.outputs] == [["image/png", "text/plain"]]
+    nothing = await pad.execute("1")
+    assert nothing.outputs == []
+
+
+async def test_top_level_await_works(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("import asyncio\nawait asyncio.sleep(0)\nawait asyncio.sleep(0, 'done')")
+    assert cell.status == "ok", cell.error
+    assert cell.result == "'done'"
+
+
+async def test_input_fails_at_once(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("input('name? ')")
+    assert cell.status == "error"
+    assert cell.error is not None and "EOFError" in cell.error and "stdin is closed" in cell.error
+
+
+async def test_sample_helper_prints_a_typed_view(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("sample({'a': 1, 'b': [1, 2]})")
+    assert cell.stdout.startswith("dict of 2 keys")
+    assert "'b': list = [1, 2]" in cell.stdout
+
+
+async def test_cancel_interrupts_and_keeps_state(pad: ScratchpadRuntime) -> None:
+    await pad.execute("counter = 0")
+    task = asyncio.create_task(pad.execute("while True:\n    counter += 1"))
+    while not pad.busy:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)
+    await pad.cancel()
+    cell = await task
+    assert cell.status == "cancelled"
+    assert cell.error is not None and cell.error.startswith("Cell cancelled (interrupted")
+    assert "KeyboardInterrupt" in cell.error
+    after = await pad.execute("counter > 0")
+    assert after.result == "True"
+
+
+async def test_reset_clears_variables_and_cells(pad: ScratchpadRuntime) -> None:
+    await pad.execute("gone = 1")
+    await pad.reset()
+    assert pad.cells == []
+    cell = await pad.execute("gone")
+    assert cell.status == "error" and "NameError" in (cell.error or "")
+
+
+async def test_close_then_start_again(pad: ScratchpadRuntime) -> None:
+    await pad.execute("value = 1")
+    await pad.close()
+    with pytest.raises(PadClosedError, match="closed"):
+        await pad.execute("1")
+    await pad.start()
+    cell = await pad.execute("'value' in dir()")
+    assert cell.result == "False"
+
+
+async def test_cleanup_forbids_further_use(pad: ScratchpadRuntime) -> None:
+    await pad.cleanup()
+    with pytest.raises(PadClosedError):
+        await pad.start()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"code": 42}, "code must be a string"),
+        ({"code": "1", "estimated_seconds": -1}, "estimated_seconds must be a number"),
+        ({"code": "1", "description": None}, "description must be a string"),
+    ],
+)
+async def test_bad_execute_arguments_are_refused(
+    pad: ScratchpadRuntime, kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        await pad.execute(**kwargs)  # type: ignore[arg-type]
+    assert (await pad.execute("1 + 1")).result == "2"
+
+
+async def test_cells_of_one_pad_run_in_order(pad: ScratchpadRuntime) -> None:
+    await pad.execute("order = []")
+    codes = [f"import time; time.sleep(0.05 * {3 - i}); order.append({i})" for i in range(3)]
+    await asyncio.gather(*(pad.execute(code) for code in codes))
+    assert (await pad.execute("order")).result == "[0, 1, 2]"
+
+
+async def test_views_show_the_cells(pad: ScratchpadRuntime) -> None:
+    await pad.execute("print('shown')", description="first")
+    await pad.execute("1/0", description="second")
+    text = pad.view()
+    assert "first" in text and "shown" in text and "ZeroDivisionError" in text
+    markdown = pad.dump()
+    assert "## [2] second" in markdown
+    assert "**Error:** `ZeroDivisionError: division by zero`" in markdown
+    notebook = pad.to_ipynb()
+    assert notebook["nbformat"] == 4
+    assert [c["source"] for c in notebook["cells"]] == ["print('shown')", "1/0"]
+
+
+async def test_kernel_runs_in_the_workspace(
+    manager: ScratchpadManager, workspace: Path, pad: ScratchpadRuntime
+) -> None:
+    (workspace / "data.txt").write_text("from the workspace")
+    cell = await pad.execute("import os\nprint(os.getcwd())\nopen('data.txt').read()")
+    assert cell.stdout.strip() == str(workspace)
+    assert cell.result == "'from the workspace'"
+
+
+async def test_kernel_environment(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute(
+        "import os, sys\n(os.environ['PYTHONUTF8'], sys.prefix == os.environ['VIRTUAL_ENV'])"
+    )
+    assert cell.result == "('1', True)"
+
+
+async def test_kernel_has_its_own_process_group(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("import os\nos.getpgid(0) == os.getpid()")
+    assert cell.result == "True"
