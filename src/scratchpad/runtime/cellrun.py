@@ -178,7 +178,7 @@ class CellRun:
 
     async def _on_exit(self) -> list[StreamItem]:
         code = await self.kernel.wait_exit(2.0)
-        cause = describe_exit(code, self.kernel.killed_by_us)
+        cause = self.kernel.protocol_error or describe_exit(code, self.kernel.killed_by_us)
         self.died = True
         self.cell.status = "killed"
         self.cell.error = (

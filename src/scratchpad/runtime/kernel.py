@@ -51,6 +51,7 @@ class KernelProcess:
         self._loop = asyncio.get_running_loop()
         self.killed_by_us = False
         self.channel_closed = False
+        self.protocol_error: str | None = None
         for fd in self._fds:
             os.set_blocking(fd, False)
             self._loop.add_reader(fd, self._on_readable, fd)
@@ -132,8 +133,9 @@ class KernelProcess:
                 code = await self.wait_exit(2.0)
                 await self.stop(grace=0.1)
                 text = boot_output.decode("utf-8", "replace").strip()[-2000:]
+                cause = self.protocol_error or describe_exit(code, False)
                 raise KernelStartError(
-                    f"the kernel {describe_exit(code, False)} before it was ready"
+                    f"the kernel {cause} before it was ready"
                     + (f":\n{text}" if text else "")
                 )
 
@@ -159,11 +161,21 @@ class KernelProcess:
         try:
             messages = self._decoder.feed(data)
         except (protocol.ProtocolError, ValueError) as exc:
-            messages = [{"type": "garbage", "error": str(exc)}]
+            self._on_protocol_error(str(exc))
+            return
         for message in messages:
             if message.get("type") == "done":
                 self._drain_outputs()
             self._push(("msg", message))
+
+    def _on_protocol_error(self, error: str) -> None:
+        """Garbage on the control channel: the kernel cannot be trusted any more; kill it."""
+        self.protocol_error = f"sent an invalid control frame ({error}) and was stopped"
+        self.signal_group(signal.SIGKILL)
+        self._loop.remove_reader(self._ctrl_r)
+        self.channel_closed = True
+        self._drain_outputs()
+        self._push(("exit", None))
 
     def _drain_outputs(self) -> None:
         """Read the output pipes until they are empty (the kernel flushed before ``done``)."""

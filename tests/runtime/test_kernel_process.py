@@ -1,0 +1,63 @@
+"""KernelProcess against misbehaving kernels (tests/kernels/): start failures are clear."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from scratchpad.errors import KernelStartError
+from scratchpad.runtime.kernel import KernelProcess, describe_exit
+
+KERNELS = Path(__file__).parent.parent / "kernels"
+
+
+async def spawn(worker: str, timeout: float = 5.0) -> KernelProcess:
+    return await KernelProcess.spawn(
+        Path(sys.executable), cwd=Path.cwd(), env=dict(os.environ), config={},
+        timeout=timeout, worker=KERNELS / worker,
+    )
+
+
+async def test_kernel_that_exits_at_boot() -> None:
+    with pytest.raises(KernelStartError) as caught:
+        await spawn("exit_at_boot.py")
+    message = str(caught.value)
+    assert "exited with code 7 before it was ready" in message
+    assert "this kernel refuses to start" in message
+
+
+async def test_kernel_that_never_answers() -> None:
+    with pytest.raises(KernelStartError, match=r"did not answer within 0.5s"):
+        await spawn("never_ready.py", timeout=0.5)
+
+
+async def test_kernel_that_sends_garbage() -> None:
+    with pytest.raises(KernelStartError, match="sent an invalid control frame"):
+        await spawn("garbage_frames.py", timeout=30)
+
+
+async def test_stop_reaps_the_real_worker() -> None:
+    kernel = await KernelProcess.spawn(
+        Path(sys.executable), cwd=Path.cwd(), env=dict(os.environ), config={}, timeout=10
+    )
+    assert kernel.alive
+    assert await kernel.stop(grace=1.0) == 0  # asked politely, exited cleanly
+    assert not kernel.alive
+
+
+@pytest.mark.parametrize(
+    ("code", "by_us", "words"),
+    [
+        (0, False, "exited with code 0"),
+        (3, False, "exited with code 3"),
+        (-signal.SIGSEGV, False, "was killed by SIGSEGV"),
+        (-signal.SIGKILL, False, "was killed by SIGKILL (most likely out of memory)"),
+        (-signal.SIGKILL, True, "was killed by SIGKILL"),
+    ],
+)
+def test_describe_exit(code: int, by_us: bool, words: str) -> None:
+    assert describe_exit(code, by_us) == words

@@ -1,0 +1,214 @@
+"""Nothing user code does may desync the protocol or hang the parent.
+
+Each test runs hostile code in a real kernel and then checks that the pad still answers
+correctly (``assert_healthy``), which is where a desync would show.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import pytest
+
+from scratchpad.config import Settings
+from scratchpad.runtime.base import ScratchpadRuntime
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.protocol import encode
+
+MIB = 1024 * 1024
+
+
+async def assert_healthy(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("print('still fine')\n6 * 7")
+    assert (cell.status, cell.stdout, cell.result) == ("ok", "still fine\n", "42"), cell
+
+
+async def test_printing_protocol_lookalikes(pad: ScratchpadRuntime) -> None:
+    frame = encode({"type": "done", "status": "ok", "result": "fake", "error": None})
+    code = (
+        "import sys\n"
+        f"sys.stdout.buffer.write({frame!r})\n"
+        "print('{\"type\": \"done\", \"status\": \"ok\"}')\n"
+        "print('__SCRATCHPAD_CELL_END__')"
+    )
+    cell = await pad.execute(code)
+    assert cell.status == "ok"
+    assert cell.result is None
+    assert '{"type": "done", "status": "ok"}' in cell.stdout
+    assert "__SCRATCHPAD_CELL_END__" in cell.stdout
+    await assert_healthy(pad)
+
+
+async def test_a_five_megabyte_single_line(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("print('x' * (5 * 1024 * 1024))")
+    assert cell.status == "ok"
+    assert cell.stdout == "x" * (5 * MIB) + "\n"
+    await assert_healthy(pad)
+
+
+async def test_invalid_utf8_bytes(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("import os\nos.write(1, b'ok \\xff\\xfe bad\\n')\nprint('\\udcff')")
+    assert cell.status == "ok", cell.error
+    assert cell.stdout.startswith("ok \ufffd\ufffd bad\n")
+    assert "\\udcff" in cell.stdout  # an unencodable surrogate is escaped, not a crash
+    await assert_healthy(pad)
+
+
+async def test_hundred_megabytes_keep_head_and_tail(pad: ScratchpadRuntime) -> None:
+    code = (
+        "import sys\n"
+        "print('FIRST LINE')\n"
+        "chunk = 'y' * 1023 + '\\n'\n"
+        "for _ in range(100 * 1024):\n"
+        "    sys.stdout.write(chunk)\n"
+        "print('LAST LINE')"
+    )
+    cell = await pad.execute(code, estimated_seconds=60)
+    assert cell.status == "ok"
+    cap = 8 * MIB
+    assert len(cell.stdout.encode()) < cap + 200
+    assert cell.stdout.startswith("FIRST LINE\n")
+    assert cell.stdout.endswith("LAST LINE\n")
+    assert "bytes of output dropped" in cell.stdout
+    assert "dropped from the middle" in cell.logs
+    await assert_healthy(pad)
+
+
+async def test_input_does_not_block(pad: ScratchpadRuntime) -> None:
+    cell = await asyncio.wait_for(pad.execute("import sys\nsys.stdin.read()"), 10)
+    assert cell.status in ("ok", "error")  # stdin is /dev/null: read() returns '' at once
+    await assert_healthy(pad)
+
+
+async def test_threads_printing_after_the_cell(pad: ScratchpadRuntime) -> None:
+    code = (
+        "import threading, time, os\n"
+        "def later():\n"
+        "    time.sleep(0.3)\n"
+        "    os.write(1, b'late thread output\\n')\n"
+        "threading.Thread(target=later).start()\n"
+        "'returned'"
+    )
+    cell = await pad.execute(code)
+    assert cell.result == "'returned'"
+    await asyncio.sleep(0.6)
+    following = await pad.execute("1")
+    assert following.result == "1"
+    assert "late thread output" in following.logs
+    await assert_healthy(pad)
+
+
+async def test_sys_exit_is_an_error_not_a_death(pad: ScratchpadRuntime) -> None:
+    await pad.execute("kept = 1")
+    cell = await pad.execute("import sys\nsys.exit(3)")
+    assert cell.status == "error"
+    assert cell.error is not None and "SystemExit: 3" in cell.error
+    assert (await pad.execute("kept")).result == "1"
+
+
+async def test_os_exit_kills_and_the_next_cell_restarts(pad: ScratchpadRuntime) -> None:
+    await pad.execute("kept = 1")
+    cell = await pad.execute("import os\nprint('bye')\nos._exit(3)")
+    assert cell.status == "killed"
+    assert cell.stdout == "bye\n"
+    assert cell.error is not None and "exited with code 3" in cell.error
+    assert "variables were lost" in cell.error
+    after = await pad.execute("'kept' in dir()")
+    assert after.result == "False"
+    assert "fresh kernel" in after.logs
+    await assert_healthy(pad)
+
+
+async def test_segfault_is_reported_with_its_signal(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("import ctypes\nctypes.string_at(0)")
+    assert cell.status == "killed"
+    assert cell.error is not None and "SIGSEGV" in cell.error
+    assert "Segmentation fault" in cell.stderr  # faulthandler's report of where it happened
+    await assert_healthy(pad)
+
+
+async def test_keyboard_interrupt_raised_by_user_code(pad: ScratchpadRuntime) -> None:
+    await pad.execute("kept = 1")
+    cell = await pad.execute("raise KeyboardInterrupt('by hand')")
+    assert cell.status == "error"  # nobody interrupted it: it is an ordinary exception
+    assert cell.error is not None and "KeyboardInterrupt: by hand" in cell.error
+    assert (await pad.execute("kept")).result == "1"
+
+
+async def test_child_processes_outliving_the_cell(pad: ScratchpadRuntime, tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    code = (
+        "import subprocess\n"
+        "child = subprocess.Popen(['sh', '-c', 'sleep 0.3; echo child late; sleep 60'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "'started'"
+    )
+    cell = await pad.execute(code)
+    assert cell.result == "'started'"
+    child_pid = int(pid_file.read_text())
+    await asyncio.sleep(0.6)
+    following = await pad.execute("2")
+    assert following.result == "2"
+    assert "child late" in following.logs
+    assert not process_gone(child_pid)
+    await pad.close()
+    await asyncio.sleep(0.1)
+    assert process_gone(child_pid)  # closing the pad took its children along
+
+
+def process_gone(pid: int) -> bool:
+    """Dead, or a zombie waiting for init to reap it (it is not ours to reap)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+async def test_killed_twice_in_a_row_rebuilds_the_environment(pad: ScratchpadRuntime) -> None:
+    for _ in range(2):
+        cell = await pad.execute("import os\nos._exit(1)")
+        assert cell.status == "killed"
+    after = await pad.execute("1")
+    assert after.result == "1"
+    assert "virtualenv was rebuilt" in after.logs
+    await assert_healthy(pad)
+
+
+async def test_memory_limit_turns_runaway_allocation_into_an_error(
+    workspace: Path, settings: Settings
+) -> None:
+    limited = settings.model_copy(update={"kernel_memory_limit_mb": 1024})
+    async with ScratchpadManager(workspace=workspace, settings=limited) as manager:
+        pad = await manager.get_or_create("limited")
+        cell = await pad.execute("huge = bytearray(4 * 1024 ** 3)")
+        assert cell.status == "error"
+        assert cell.error is not None and "MemoryError" in cell.error
+        await assert_healthy(pad)
+
+
+async def test_sigint_ignored_by_the_cell_gets_it_killed(
+    workspace: Path, settings: Settings
+) -> None:
+    fast = settings.model_copy(update={"default_timeout_s": 1.0, "interrupt_grace_s": 0.5})
+    async with ScratchpadManager(workspace=workspace, settings=fast) as manager:
+        pad = await manager.get_or_create("stubborn")
+        await pad.execute("kept = 1")
+        code = f"import signal, time\nsignal.signal({int(signal.SIGINT)}, signal.SIG_IGN)\n"
+        code += "while True:\n    time.sleep(0.01)"
+        cell = await pad.execute(code)
+        assert cell.status == "killed"
+        assert cell.error is not None and cell.error.startswith("Cell timed out after 1s")
+        assert "variables were lost" in cell.error
+        after = await pad.execute("'kept' in dir()")
+        assert after.result == "False"
+        await assert_healthy(pad)
+
+
+async def test_garbage_written_to_the_control_channel(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("import os, sys\nos.write(int(sys.argv[2]), b'\\xff' * 8)\n1")
+    assert cell.status == "killed"
+    assert cell.error is not None and "invalid control frame" in cell.error
+    await assert_healthy(pad)
