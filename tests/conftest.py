@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import zipfile
 from collections.abc import AsyncIterator
@@ -61,6 +62,12 @@ def runtime_kind(request: pytest.FixtureRequest) -> str:
 async def pad(manager: ScratchpadManager, runtime_kind: str) -> ScratchpadRuntime:
     assert runtime_kind == "local"
     return await manager.get_or_create("main")
+
+
+async def wait_until_busy(*pads: ScratchpadRuntime) -> None:
+    """Poll until every pad runs a cell (busy is a plain property, there is no event)."""
+    while not all(pad.busy for pad in pads):  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
 
 
 def build_wheel(directory: Path, name: str, version: str = "1.0", body: str = "") -> Path:

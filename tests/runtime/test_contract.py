@@ -11,6 +11,7 @@ from scratchpad import Cell, DisplayEvent, OutputEvent, ProgressEvent
 from scratchpad.errors import InvalidInputError, PadClosedError
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.manager import ScratchpadManager
+from tests.conftest import wait_until_busy
 
 
 async def test_state_persists_between_cells(pad: ScratchpadRuntime) -> None:
@@ -135,7 +136,9 @@ async def test_matplotlib_figures_become_png_outputs(pad: ScratchpadRuntime) -> 
 
 
 async def test_top_level_await_works(pad: ScratchpadRuntime) -> None:
-    cell = await pad.execute("import asyncio\nawait asyncio.sleep(0)\nawait asyncio.sleep(0, 'done')")
+    cell = await pad.execute(
+        "import asyncio\nawait asyncio.sleep(0)\nawait asyncio.sleep(0, 'done')"
+    )
     assert cell.status == "ok", cell.error
     assert cell.result == "'done'"
 
@@ -155,8 +158,7 @@ async def test_sample_helper_prints_a_typed_view(pad: ScratchpadRuntime) -> None
 async def test_cancel_interrupts_and_keeps_state(pad: ScratchpadRuntime) -> None:
     await pad.execute("counter = 0")
     task = asyncio.create_task(pad.execute("while True:\n    counter += 1"))
-    while not pad.busy:
-        await asyncio.sleep(0.01)
+    await wait_until_busy(pad)
     await asyncio.sleep(0.2)
     await pad.cancel()
     cell = await task

@@ -17,8 +17,12 @@ KERNELS = Path(__file__).parent.parent / "kernels"
 
 async def spawn(worker: str, timeout: float = 5.0) -> KernelProcess:
     return await KernelProcess.spawn(
-        Path(sys.executable), cwd=Path.cwd(), env=dict(os.environ), config={},
-        timeout=timeout, worker=KERNELS / worker,
+        Path(sys.executable),
+        cwd=Path.cwd(),
+        env=dict(os.environ),
+        config={},
+        timeout=timeout,
+        worker=KERNELS / worker,
     )
 
 

@@ -10,8 +10,6 @@ import asyncio
 import signal
 from pathlib import Path
 
-import pytest
-
 from scratchpad.config import Settings
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.manager import ScratchpadManager
@@ -30,7 +28,7 @@ async def test_printing_protocol_lookalikes(pad: ScratchpadRuntime) -> None:
     code = (
         "import sys\n"
         f"sys.stdout.buffer.write({frame!r})\n"
-        "print('{\"type\": \"done\", \"status\": \"ok\"}')\n"
+        'print(\'{"type": "done", "status": "ok"}\')\n'
         "print('__SCRATCHPAD_CELL_END__')"
     )
     cell = await pad.execute(code)

@@ -72,7 +72,10 @@ async def test_kernel_that_never_starts_fails_after_three_attempts(
     tmp_path: Path, settings: Settings
 ) -> None:
     pad = LocalRuntime(
-        "doomed", root=tmp_path / "doomed", cwd=tmp_path, settings=settings,
+        "doomed",
+        root=tmp_path / "doomed",
+        cwd=tmp_path,
+        settings=settings,
         worker=KERNELS / "exit_at_boot.py",
     )
     with pytest.raises(KernelStartError) as caught:
@@ -137,9 +140,7 @@ async def test_failed_install_says_why(manager: ScratchpadManager, tmp_path: Pat
     "packages",
     [[], "requests", ["--index-url=http://evil"], ["two words"], [""], [3]],
 )
-async def test_bad_package_specs_are_refused(
-    manager: ScratchpadManager, packages: object
-) -> None:
+async def test_bad_package_specs_are_refused(manager: ScratchpadManager, packages: object) -> None:
     pad = await manager.get_or_create("specs")
     with pytest.raises(InvalidInputError):
         await pad.install_packages(packages)  # type: ignore[arg-type]

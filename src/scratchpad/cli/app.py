@@ -80,7 +80,9 @@ def exec_(
     async def job(manager: ScratchpadManager) -> bool:
         runtime = await manager.get_or_create(pad)
         cell = await runtime.execute(
-            source, description=description, estimated_seconds=estimate,
+            source,
+            description=description,
+            estimated_seconds=estimate,
             on_event=None if as_json else show_event,
         )
         if as_json:

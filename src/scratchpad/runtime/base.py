@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from types import TracebackType
 from typing import Any
 
@@ -59,7 +59,7 @@ class ScratchpadRuntime(ABC):
         description: str = "",
         estimated_time: str = "",
         estimated_seconds: float = 0.0,
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         """Run ``code``; yields progress/output/display events, then exactly one Cell."""
 
     @property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import codecs
 import secrets
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 CellStatus = Literal["ok", "error", "timeout", "cancelled", "killed"]
@@ -39,13 +39,15 @@ class Cell:
     duration_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The cell as JSON-ready data (a hand-written copy: ``asdict`` deep-copies, slowly)."""
+        data = {name: getattr(self, name) for name in CELL_FIELDS}
+        data["outputs"] = [dict(bundle) for bundle in self.outputs]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Cell:
         """Rebuild a cell from JSON; unknown keys are ignored, missing ones take defaults."""
-        known = {f.name for f in fields(cls)}
-        cell = cls(**{k: v for k, v in data.items() if k in known})
+        cell = cls(**{k: v for k, v in data.items() if k in CELL_FIELDS})
         if cell.status not in CELL_STATUSES:
             raise ValueError(f"unknown cell status {cell.status!r}")
         return cell
@@ -53,6 +55,9 @@ class Cell:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+
+CELL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Cell))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +99,7 @@ class CappedOutput:
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._decoder: codecs.IncrementalDecoder | None = None  # made on first output
 
     def append(self, data: bytes) -> str | None:
         """Store ``data``; returns the text to stream, or None once past the head."""
@@ -104,6 +109,8 @@ class CappedOutput:
             taken = data[:room]
             self.head += taken
             data = data[room:]
+            if self._decoder is None:
+                self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
             streamed: str | None = self._decoder.decode(taken)
         else:
             streamed = None

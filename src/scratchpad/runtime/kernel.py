@@ -135,8 +135,7 @@ class KernelProcess:
                 text = boot_output.decode("utf-8", "replace").strip()[-2000:]
                 cause = self.protocol_error or describe_exit(code, False)
                 raise KernelStartError(
-                    f"the kernel {cause} before it was ready"
-                    + (f":\n{text}" if text else "")
+                    f"the kernel {cause} before it was ready" + (f":\n{text}" if text else "")
                 )
 
     # -- events -----------------------------------------------------------------------------
@@ -228,7 +227,6 @@ class KernelProcess:
         if self.channel_closed:
             return False
         try:
-            os.set_blocking(self._ctrl_w, True)
             protocol.write_all(self._ctrl_w, protocol.encode(message))
         except (BrokenPipeError, OSError):
             return False

@@ -7,7 +7,7 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 from scratchpad.config import Settings
@@ -109,7 +109,7 @@ class LocalRuntime(ScratchpadRuntime):
         description: str = "",
         estimated_time: str = "",
         estimated_seconds: float = 0.0,
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         check_execute_args(code, description, estimated_seconds)
         if not estimated_time and estimated_seconds:
             estimated_time = f"{estimated_seconds:g}s"

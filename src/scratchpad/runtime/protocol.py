@@ -35,11 +35,12 @@ class ProtocolError(Exception):
     """The peer sent bytes that are not a valid frame."""
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # built once: hot path
+
+
 def encode(message: dict[str, object]) -> bytes:
     """One frame: header + compact JSON (non-ASCII kept as UTF-8)."""
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(
-        "utf-8", "surrogatepass"
-    )
+    body = _ENCODER.encode(message).encode("utf-8", "surrogatepass")
     return HEADER.pack(len(body)) + body
 
 

@@ -20,8 +20,12 @@ if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
     sys.path.pop(0)
 sys.path.insert(0, _HERE)
 if TYPE_CHECKING:
+    import signal as _signal
+
     from scratchpad.runtime import protocol
 else:
+    import _signal  # the signal module would import enum: milliseconds at boot
+
     import protocol  # the sibling file, renamed below so user code never sees it
 
 sys.modules["_scratchpad_protocol"] = sys.modules.pop("protocol")
@@ -33,7 +37,6 @@ import builtins  # noqa: E402
 import faulthandler  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
-import signal  # noqa: E402
 import types  # noqa: E402
 
 PRIVATE_MODULES = {
@@ -147,7 +150,8 @@ class Kernel:
             self.interrupted = False
             self.in_cell = True
             body, last = compile_cell(code, filename)
-            self.run_code(body)
+            if body is not None:
+                self.run_code(body)
             if last is not None:
                 value = self.run_code(last)
                 if value is not None:
@@ -188,19 +192,50 @@ class Kernel:
                 pass
 
 
-def compile_cell(code: str, filename: str) -> tuple[types.CodeType, types.CodeType | None]:
-    """Split a cell into its body and, when it ends with an expression, that expression."""
-    import linecache
+def compile_cell(code: str, filename: str) -> tuple[types.CodeType | None, types.CodeType | None]:
+    """Split a cell into its body and, when it ends with an expression, that expression.
 
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    Either part is None when empty (a lone expression has no body to run).
+    """
+    register_source(filename, code)
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     tree = ast.parse(code, filename, "exec")
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)  # type: ignore[attr-defined]
-    body = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
+    body = compile(tree, filename, "exec", flags=flags, dont_inherit=True) if tree.body else None
     tail = compile(last, filename, "eval", flags=flags, dont_inherit=True) if last else None
     return body, tail
+
+
+_PENDING_SOURCES: dict[str, str] = {}
+
+
+def register_source(filename: str, code: str) -> None:
+    """Make a cell's source visible to tracebacks and inspect (via linecache).
+
+    Importing linecache costs milliseconds, so until something else imports it the sources
+    wait in a dict and are handed over when an exception is formatted.
+    """
+    if "linecache" in sys.modules:
+        if _PENDING_SOURCES:
+            _flush_sources()
+        sys.modules["linecache"].cache[filename] = (
+            len(code),
+            None,
+            code.splitlines(True),
+            filename,
+        )
+    else:
+        _PENDING_SOURCES[filename] = code
+
+
+def _flush_sources() -> None:
+    import linecache
+
+    for filename, code in _PENDING_SOURCES.items():
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    _PENDING_SOURCES.clear()
 
 
 def format_result(value: object) -> str:
@@ -220,6 +255,7 @@ def format_exception(exc: BaseException) -> str:
     """The traceback of a cell's exception without the kernel's own frames."""
     import traceback
 
+    _flush_sources()
     summary = traceback.TracebackException.from_exception(exc)
     own = os.path.abspath(__file__)
     summary.stack = traceback.StackSummary.from_list(
@@ -280,7 +316,7 @@ def main(argv: list[str]) -> int:
     global KERNEL
     KERNEL = kernel
     configure_process(config)
-    signal.signal(signal.SIGINT, kernel.on_sigint)
+    _signal.signal(_signal.SIGINT, kernel.on_sigint)
     try:
         kernel.serve()
     except (BrokenPipeError, protocol.ProtocolError):

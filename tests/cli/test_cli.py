@@ -1,0 +1,106 @@
+"""The command line, through typer's runner and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from scratchpad.cli.app import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args), input=stdin)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_exec_prints_output_and_result() -> None:
+    code, out, err = invoke("exec", "main", "print('hello')\n40 + 2")
+    assert code == 0, err
+    assert "hello" in out
+    assert "Out: 42" in out
+    assert "[ok]" in err
+
+
+def test_exec_reports_errors_with_exit_code_1() -> None:
+    code, _, err = invoke("exec", "main", "1/0")
+    assert code == 1
+    assert "ZeroDivisionError" in err and "[error]" in err
+
+
+def test_exec_from_file_and_stdin(tmp_path: Path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text("print('from file')")
+    assert "from file" in invoke("exec", "main", "-f", str(script))[1]
+    assert "from stdin" in invoke("exec", "main", "-", stdin="print('from stdin')")[1]
+
+
+def test_exec_json_output() -> None:
+    code, out, _ = invoke("exec", "main", "--json", "6 * 7")
+    assert code == 0
+    assert json.loads(out)["result"] == "42"
+
+
+def test_view_dump_ls_and_rm(tmp_path: Path) -> None:
+    invoke("exec", "notes", "-d", "first cell", "print('kept on disk')")
+    code, out, _ = invoke("view", "notes")
+    assert code == 0 and "first cell" in out and "kept on disk" in out
+    assert "## [1] first cell" in invoke("dump", "notes")[1]
+    target = tmp_path / "notes.ipynb"
+    assert invoke("dump", "notes", "--ipynb", str(target))[0] == 0
+    assert json.loads(target.read_text())["nbformat"] == 4
+    assert invoke("ls")[1].split() == ["notes"]
+    assert invoke("rm", "notes")[0] == 0
+    assert "no pads yet" in invoke("ls")[1]
+
+
+def test_install_into_a_pad(wheel: Path) -> None:
+    code, out, err = invoke("install", "main", str(wheel))
+    assert code == 0, err
+    code, out, _ = invoke("exec", "main", "import sp_demo_pkg\nsp_demo_pkg.VERSION")
+    assert "Out: '1.0'" in out
+
+
+def test_reset_clears_history() -> None:
+    invoke("exec", "main", "print(1)")
+    assert invoke("reset", "main")[0] == 0
+    assert "no cells yet" in invoke("view", "main")[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["exec", "../etc", "1"], "invalid pad name"),
+        (["view", "nothing-here"], "no pad named 'nothing-here'"),
+        (["rm", "nothing-here"], "no pad named 'nothing-here'"),
+        (["install", "main", "--", "--index-url=x"], "is not allowed"),
+        (["exec", "main", "1", "-f", "x.py"], "not both"),
+    ],
+)
+def test_bad_input_gets_a_clear_message(args: list[str], message: str) -> None:
+    code, _, err = invoke(*args)
+    assert code == 2
+    assert message in err
+
+
+def test_cli_as_a_subprocess(tmp_path: Path) -> None:
+    env = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "sub-home")}
+    command = [
+        sys.executable,
+        "-m",
+        "scratchpad.cli",
+        "exec",
+        "p",
+        "import sys; sys.version_info[0]",
+    ]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Out: 3" in done.stdout
+    assert (tmp_path / "sub-home" / "pads" / "p" / "history.jsonl").exists()

@@ -1,0 +1,118 @@
+"""ScratchpadManager: one kernel per name, parallel pads, removal, names."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from scratchpad.errors import InvalidPadNameError, PadNotFoundError
+from scratchpad.runtime.cell import Cell
+from scratchpad.runtime.local import LocalRuntime
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.names import validate_pad_name
+from tests.conftest import wait_until_busy
+
+
+async def test_concurrent_get_or_create_starts_one_kernel(manager: ScratchpadManager) -> None:
+    pads = await asyncio.gather(*(manager.get_or_create("shared") for _ in range(5)))
+    assert all(pad is pads[0] for pad in pads)
+    assert isinstance(pads[0], LocalRuntime)
+    cell = await pads[0].execute("import os\nos.getpid()")
+    assert cell.result == str(pads[0].pid)
+    assert manager.names() == ["shared"]
+
+
+async def test_different_pads_run_in_parallel(manager: ScratchpadManager, tmp_path: Path) -> None:
+    flag = tmp_path / "flag"
+    waiter = await manager.get_or_create("waiter")
+    setter = await manager.get_or_create("setter")
+    wait_code = (
+        f"import os, time\nwhile not os.path.exists({str(flag)!r}):\n    time.sleep(0.01)\n'saw it'"
+    )
+    waiting = asyncio.create_task(waiter.execute(wait_code, estimated_seconds=20))
+    await asyncio.sleep(0.1)
+    made = await setter.execute(f"open({str(flag)!r}, 'w').close()")  # would deadlock if serial
+    assert made.status == "ok"
+    assert (await waiting).result == "'saw it'"
+
+
+async def test_remove_deletes_the_environment(manager: ScratchpadManager) -> None:
+    await manager.get_or_create("gone")
+    root = manager.settings.home / "pads" / "gone"
+    assert root.is_dir()
+    await manager.remove("gone")
+    assert not root.exists()
+    assert manager.names() == []
+    with pytest.raises(PadNotFoundError, match="no pad named 'gone'"):
+        await manager.remove("gone")
+
+
+async def test_close_all_keeps_environments(manager: ScratchpadManager) -> None:
+    for name in ("a", "b"):
+        await manager.get_or_create(name)
+    await manager.close_all()
+    assert manager.names() == []
+    assert manager.names_on_disk() == ["a", "b"]
+
+
+async def test_cancel_all_running(manager: ScratchpadManager) -> None:
+    pads = [await manager.get_or_create(name) for name in ("x", "y")]
+    tasks = [asyncio.create_task(pad.execute("while True: pass")) for pad in pads]
+    await wait_until_busy(*pads)
+    await manager.cancel_all_running()
+    cells = await asyncio.gather(*tasks)
+    assert [cell.status for cell in cells] == ["cancelled", "cancelled"]
+
+
+async def test_history_survives_a_new_manager(workspace: Path, manager: ScratchpadManager) -> None:
+    pad = await manager.get_or_create("kept")
+    await pad.execute("print('remembered')", description="first")
+    await manager.close_all()
+    reopened = ScratchpadManager(workspace=workspace, settings=manager.settings).peek("kept")
+    assert [cell.description for cell in reopened.cells] == ["first"]
+    assert "remembered" in reopened.dump()
+
+
+async def test_abandoned_stream_still_records_the_cell(manager: ScratchpadManager) -> None:
+    pad = await manager.get_or_create("drop")
+    stream = pad.execute_streaming("import time\nprint('start')\ntime.sleep(0.3)\n'finished'")
+    first = await anext(stream)
+    assert not isinstance(first, Cell)
+    await stream.aclose()  # the listener goes away mid-cell
+    after = await pad.execute("2")  # waits for the abandoned cell, then runs
+    assert after.result == "2"
+    assert [cell.result for cell in pad.cells] == ["'finished'", "2"]
+
+
+async def test_cancelled_caller_does_not_lose_the_cell(manager: ScratchpadManager) -> None:
+    pad = await manager.get_or_create("cancelled-caller")
+    task = asyncio.create_task(pad.execute("import time\ntime.sleep(0.3)\n'done anyway'"))
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (await pad.execute("3")).result == "3"
+    assert [cell.result for cell in pad.cells] == ["'done anyway'", "3"]
+
+
+def test_probe_packages_lists_host_packages() -> None:
+    found = ScratchpadManager.probe_packages()
+    assert any(entry.startswith("pydantic==") for entry in found)
+
+
+@pytest.mark.parametrize(
+    "name", ["", "..", ".hidden", "/etc", "a/b", "a\\b", "x" * 65, "tab\tname", "new\n", None, 5]
+)
+async def test_invalid_names_are_refused_before_touching_disk(
+    manager: ScratchpadManager, name: object
+) -> None:
+    with pytest.raises(InvalidPadNameError, match="invalid pad name"):
+        await manager.get_or_create(name)  # type: ignore[arg-type]
+    assert not (manager.settings.home / "pads").exists()
+
+
+@pytest.mark.parametrize("name", ["main", "a", "Data-2", "v1.0_x", "x" * 64])
+def test_valid_names(name: str) -> None:
+    assert validate_pad_name(name) == name
