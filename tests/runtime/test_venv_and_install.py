@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -144,3 +145,33 @@ async def test_bad_package_specs_are_refused(manager: ScratchpadManager, package
     pad = await manager.get_or_create("specs")
     with pytest.raises(InvalidInputError):
         await pad.install_packages(packages)  # type: ignore[arg-type]
+
+
+async def test_stdlib_venv_fallback_runs_a_kernel(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    from scratchpad.runtime.kernel import KernelProcess
+
+    root = tmp_path / "stdlib-venv"
+    venv._create_with_stdlib(root)
+    venv._link_host_packages(root)
+    kernel = await KernelProcess.spawn(
+        venv.venv_python(root), cwd=tmp_path, env=dict(os.environ), config={}, timeout=20
+    )
+    try:
+        assert kernel.send({"type": "execute", "code": "import sys, pytest\nsys.prefix"})
+        deadline = asyncio.get_running_loop().time() + 20
+        while (event := await kernel.next_event(deadline)) is not None:
+            if event[0] == "msg" and event[1]["type"] == "done":
+                break
+        assert event is not None
+        assert event[1]["status"] == "ok", event[1]["error"]
+        assert event[1]["result"] == repr(str(root))
+        assert sys.prefix != str(root)
+    finally:
+        await kernel.stop()
+
+
+async def test_installer_timeout_is_reported() -> None:
+    assert await venv.run_tool(["sleep", "5"], 0.2) == (None, "")

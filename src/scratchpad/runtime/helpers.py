@@ -88,10 +88,11 @@ def _describe(value: object, full: bool) -> str:
         return _describe_series(value, rows)
     if module.startswith("numpy") and kind.__name__ == "ndarray":
         return _describe_ndarray(value, full)
+    width = 200 if full else 60
     if isinstance(value, dict):
-        return _describe_mapping(value, 200 if full else 20)
+        return _describe_mapping(value, 200 if full else 20, width)
     if isinstance(value, (list, tuple)):
-        return _describe_sequence(value, 200 if full else 10)
+        return _describe_sequence(value, 200 if full else 10, width)
     if isinstance(value, (set, frozenset)):
         items = sorted(_safe_repr(v) for v in value)[: 200 if full else 20]
         return f"{kind.__name__} of {len(value)} items: {{{', '.join(items)}}}"
@@ -128,21 +129,21 @@ def _describe_ndarray(array: Any, full: bool) -> str:
         return f"{head}\n{array!r}"
 
 
-def _describe_mapping(mapping: dict[Any, Any], limit: int) -> str:
+def _describe_mapping(mapping: dict[Any, Any], limit: int, width: int) -> str:
     lines = [f"dict of {len(mapping)} keys"]
     for index, (key, val) in enumerate(mapping.items()):
         if index == limit:
             lines.append(f"  ... {len(mapping) - limit} more keys")
             break
-        lines.append(f"  {key!r}: {type(val).__name__} = {_ends(_safe_repr(val), 120)}")
+        lines.append(f"  {key!r}: {type(val).__name__} = {_ends(_safe_repr(val), width)}")
     return "\n".join(lines)
 
 
-def _describe_sequence(items: list[Any] | tuple[Any, ...], limit: int) -> str:
+def _describe_sequence(items: list[Any] | tuple[Any, ...], limit: int, width: int) -> str:
     kinds = sorted({type(v).__name__ for v in items[:1000]})
     lines = [f"{type(items).__name__} of {len(items)} items (types: {', '.join(kinds) or '-'})"]
     for index, val in enumerate(items[:limit]):
-        lines.append(f"  [{index}] {_ends(_safe_repr(val), 120)}")
+        lines.append(f"  [{index}] {_ends(_safe_repr(val), width)}")
     if len(items) > limit:
         lines.append(f"  ... {len(items) - limit} more items")
     return "\n".join(lines)
