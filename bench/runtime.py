@@ -55,6 +55,13 @@ def tree_rss_mib(pid: int) -> float:
     return total_kib / 1024
 
 
+def proc_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"  # already reaped
+
+
 # -- ours -----------------------------------------------------------------------------------
 async def measure_ours(repeats: int, home: Path) -> dict[str, float]:
     settings = Settings(home=home)
@@ -129,10 +136,10 @@ async def measure_ours(repeats: int, home: Path) -> dict[str, float]:
     for _ in range(repeats):
         assert pad.pid is not None
         os.kill(pad.pid, 9)
-        await asyncio.sleep(0.05)
-        await pad.execute("1")  # reports the death
+        while "Z" not in proc_state(pad.pid):  # noqa: ASYNC110 - wait until it is really dead
+            await asyncio.sleep(0.001)
         start = time.perf_counter()
-        cell = await pad.execute("1+1")  # restarts the kernel, then runs
+        cell = await pad.execute("1+1")  # notices the death, restarts the kernel, runs
         restarts.append(time.perf_counter() - start)
         assert cell.result == "2"
     results["restart"] = median_ms(restarts)
@@ -228,12 +235,12 @@ def measure_jupyter(repeats: int) -> dict[str, float] | None:
     return results
 
 
-def measure_bare_python(python: Path, repeats: int) -> float:
+def measure_bare_python(python: Path, repeats: int, *flags: str) -> float:
     """The floor under any kernel start: an interpreter that does nothing."""
     samples = []
     for _ in range(repeats * 2):
         start = time.perf_counter()
-        subprocess.run([str(python), "-c", "pass"], check=True)
+        subprocess.run([str(python), *flags, "-c", "pass"], check=True)
         samples.append(time.perf_counter() - start)
     return median_ms(samples)
 
@@ -258,14 +265,17 @@ def main() -> None:
     repeats = 3 if args.quick else 7
     with tempfile.TemporaryDirectory(prefix="scratchpad-bench-") as tmp:
         ours = asyncio.run(measure_ours(repeats, Path(tmp)))
-        bare = measure_bare_python(Path(tmp) / "pads" / "bench" / "bin" / "python", repeats)
+        python = Path(tmp) / "pads" / "bench" / "bin" / "python"
+        bare = measure_bare_python(python, repeats)
+        no_site = measure_bare_python(python, repeats, "-S")
     jupyter = measure_jupyter(repeats)
     print(f"Python {sys.version.split()[0]} on {os.cpu_count()} CPUs; medians of {repeats} runs")
     print(f"{'metric':34} {'scratchpad':>12} {'jupyter':>12}   target")
     for label, key, show, target in ROWS:
         other = show(jupyter[key]) if jupyter else "not installed"
         print(f"{label:34} {show(ours[key]):>12} {other:>12}   {target}")
-    print(f"{'(floor) python -c pass in a pad venv':34} {fmt_ms(bare):>12}")
+    print(f"{'floor: python -c pass (pad venv)':34} {fmt_ms(bare):>12}")
+    print(f"{'floor: python -S -c pass (no site)':34} {fmt_ms(no_site):>12}")
 
 
 if __name__ == "__main__":

@@ -7,11 +7,13 @@ correctly (``assert_healthy``), which is where a desync would show.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from pathlib import Path
 
 from scratchpad.config import Settings
 from scratchpad.runtime.base import ScratchpadRuntime
+from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.protocol import encode
 
@@ -210,3 +212,17 @@ async def test_garbage_written_to_the_control_channel(pad: ScratchpadRuntime) ->
     assert cell.status == "killed"
     assert cell.error is not None and "invalid control frame" in cell.error
     await assert_healthy(pad)
+
+
+async def test_kernel_killed_while_idle_restarts_on_the_next_cell(
+    pad: ScratchpadRuntime,
+) -> None:
+    assert isinstance(pad, LocalRuntime) and pad.pid is not None
+    await pad.execute("kept = 1")
+    os.kill(pad.pid, signal.SIGKILL)
+    while not process_gone(pad.pid):  # noqa: ASYNC110 - dead, but not yet reported by the pipes
+        await asyncio.sleep(0.001)
+    cell = await pad.execute("'kept' in dir()")
+    assert cell.status == "ok"
+    assert cell.result == "False"
+    assert "fresh kernel" in cell.logs

@@ -229,7 +229,7 @@ class LocalRuntime(ScratchpadRuntime):
 
     async def _ensure_kernel(self) -> None:
         kernel = self._kernel
-        if kernel is not None and not kernel.channel_closed:
+        if kernel is not None and not kernel.channel_closed and kernel.alive:
             return
         if kernel is not None:
             await self._stop_kernel()
