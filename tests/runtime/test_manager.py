@@ -116,3 +116,13 @@ async def test_invalid_names_are_refused_before_touching_disk(
 @pytest.mark.parametrize("name", ["main", "a", "Data-2", "v1.0_x", "x" * 64])
 def test_valid_names(name: str) -> None:
     assert validate_pad_name(name) == name
+
+
+async def test_a_pad_closed_directly_is_started_again(manager: ScratchpadManager) -> None:
+    pad = await manager.get_or_create("reopen")
+    await pad.execute("print('before')")
+    await pad.close()
+    again = await manager.get_or_create("reopen")
+    assert not again.closed
+    assert (await again.execute("1")).status == "ok"
+    assert [cell.stdout for cell in again.cells] == ["before\n", ""]

@@ -226,3 +226,22 @@ async def test_kernel_killed_while_idle_restarts_on_the_next_cell(
     assert cell.status == "ok"
     assert cell.result == "False"
     assert "fresh kernel" in cell.logs
+
+
+async def test_flood_of_output_between_cells_is_bounded(pad: ScratchpadRuntime) -> None:
+    code = (
+        "import threading, time, os\n"
+        "def flood():\n"
+        "    time.sleep(0.2)\n"
+        "    for _ in range(200):\n"
+        "        os.write(1, b'z' * 65536)\n"
+        "threading.Thread(target=flood, daemon=True).start()"
+    )
+    assert (await pad.execute(code)).status == "ok"
+    await asyncio.sleep(1.0)  # 12.5 MiB arrive (or block) while no cell runs
+    following = await pad.execute("'next'")
+    assert following.result == "'next'"
+    assert len(following.logs) < 70_000
+    assert "bytes of output dropped" in following.logs
+    await asyncio.sleep(0.5)
+    await assert_healthy(pad)

@@ -67,6 +67,11 @@ class ScratchpadRuntime(ABC):
     def busy(self) -> bool:
         """True while a cell is running."""
 
+    @property
+    @abstractmethod
+    def closed(self) -> bool:
+        """True after close() or cleanup(), until start() runs again."""
+
     async def execute(
         self,
         code: str,

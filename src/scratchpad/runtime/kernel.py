@@ -27,6 +27,7 @@ from scratchpad.runtime import protocol
 WORKER_PATH = Path(__file__).with_name("worker.py")
 READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20  # bigger pipes: a cell can write 1 MiB without waiting for the parent
+MAX_QUEUED_BYTES = 8 << 20  # output queued but not consumed before reading pauses
 
 # An event is (kind, payload): ("stdout"|"stderr", bytes), ("msg", dict) or ("exit", None).
 Event = tuple[str, Any]
@@ -45,6 +46,9 @@ class KernelProcess:
         self._ctrl_w = ctrl_w
         self._fds = {ctrl_r: "ctrl", out_r: "stdout", err_r: "stderr"}
         self._ctrl_r, self._out_r, self._err_r = ctrl_r, out_r, err_r
+        self._open_outputs = {out_r, err_r}
+        self._queued_bytes = 0
+        self._paused = False
         self._decoder = protocol.FrameDecoder()
         self._events: collections.deque[Event] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
@@ -149,6 +153,7 @@ class KernelProcess:
         kind = self._fds[fd]
         if not data:
             self._loop.remove_reader(fd)
+            self._open_outputs.discard(fd)
             if kind == "ctrl":
                 self.channel_closed = True
                 self._drain_outputs()
@@ -156,6 +161,8 @@ class KernelProcess:
             return
         if kind != "ctrl":
             self._push((kind, data))
+            if self._queued_bytes > MAX_QUEUED_BYTES and not self._paused:
+                self._pause_outputs()
             return
         try:
             messages = self._decoder.feed(data)
@@ -188,7 +195,25 @@ class KernelProcess:
                     break
                 self._push((kind, data))
 
+    def _pause_outputs(self) -> None:
+        """Flow control: nobody consumes output, so stop reading; the kernel's writes block."""
+        self._paused = True
+        for fd in self._open_outputs:
+            self._loop.remove_reader(fd)
+
+    def _take(self) -> Event:
+        event = self._events.popleft()
+        if event[0] in ("stdout", "stderr"):
+            self._queued_bytes -= len(event[1])
+            if self._paused and self._queued_bytes <= MAX_QUEUED_BYTES // 2:
+                self._paused = False
+                for fd in self._open_outputs:
+                    self._loop.add_reader(fd, self._on_readable, fd)
+        return event
+
     def _push(self, event: Event) -> None:
+        if event[0] in ("stdout", "stderr"):
+            self._queued_bytes += len(event[1])
         self._events.append(event)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
@@ -203,7 +228,7 @@ class KernelProcess:
     async def next_event(self, deadline: float | None) -> Event | None:
         """The next event, or None when ``deadline`` (loop time) passed or :meth:`wake` ran."""
         if self._events:
-            return self._events.popleft()
+            return self._take()
         waiter = self._loop.create_future()
         self._waiter = waiter
         timer = self._loop.call_at(deadline, _resolve, waiter) if deadline is not None else None
@@ -213,13 +238,11 @@ class KernelProcess:
             self._waiter = None
             if timer is not None:
                 timer.cancel()
-        return self._events.popleft() if self._events else None
+        return self._take() if self._events else None
 
     def pending_events(self) -> list[Event]:
         """Take every queued event without waiting (output that arrived between cells)."""
-        events = list(self._events)
-        self._events.clear()
-        return events
+        return [self._take() for _ in range(len(self._events))]
 
     # -- commands ---------------------------------------------------------------------------
     def send(self, message: dict[str, object]) -> bool:
@@ -275,6 +298,7 @@ class KernelProcess:
         return code
 
     def close_fds(self) -> None:
+        self._open_outputs.clear()
         for fd in list(self._fds):
             with contextlib.suppress(ValueError, RuntimeError):
                 self._loop.remove_reader(fd)

@@ -14,7 +14,7 @@ from scratchpad.config import Settings
 from scratchpad.errors import InstallError, KernelStartError, PadClosedError, PadError
 from scratchpad.runtime import venv
 from scratchpad.runtime.base import ScratchpadRuntime, check_execute_args
-from scratchpad.runtime.cell import Cell, StreamItem
+from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem
 from scratchpad.runtime.cellrun import CellRun
 from scratchpad.runtime.history import CellHistory
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
@@ -23,6 +23,7 @@ from scratchpad.runtime.timeouts import compute_timeouts
 MPL_BACKEND = "module://_scratchpad_mpl_backend"
 DEATHS_BEFORE_FULL_RESET = 2
 REQUEST_TIMEOUT_S = 30.0
+LATE_OUTPUT_CAP = 64 * 1024  # bytes of between-cells output kept per stream
 
 
 class LocalRuntime(ScratchpadRuntime):
@@ -48,6 +49,7 @@ class LocalRuntime(ScratchpadRuntime):
         self._closed = False
         self._destroyed = False
         self._notes: list[str] = []  # told to the next cell (state lost, late output, ...)
+        self._late: dict[str, CappedOutput] = {}  # output that arrived between cells
         self._deaths_in_a_row = 0
         self._history = CellHistory(root / "history.jsonl")
         self._background: set[asyncio.Task[Cell]] = set()
@@ -56,6 +58,10 @@ class LocalRuntime(ScratchpadRuntime):
     @property
     def busy(self) -> bool:
         return self._run is not None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._destroyed
 
     @property
     def pid(self) -> int | None:
@@ -296,12 +302,14 @@ class LocalRuntime(ScratchpadRuntime):
         """Notes for the starting cell: restarts, and output that arrived between cells."""
         for kind, payload in kernel.pending_events():
             self._note_late(kind, payload)
+        for kind, buffer in self._late.items():
+            self._notes.append(f"[late {kind} from an earlier cell] {buffer.text().rstrip()}")
+        self._late = {}
         notes, self._notes = self._notes, []
         return notes
 
     def _note_late(self, kind: str, payload: object) -> None:
         if kind in ("stdout", "stderr") and isinstance(payload, bytes):
-            text = payload.decode("utf-8", "replace")
-            self._notes.append(f"[late {kind} from an earlier cell] {text.rstrip()}")
+            self._late.setdefault(kind, CappedOutput(LATE_OUTPUT_CAP)).append(payload)
         elif kind == "exit":
             self._deaths_in_a_row += 1

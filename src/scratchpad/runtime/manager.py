@@ -91,7 +91,7 @@ class ScratchpadManager:
         """The running pad ``name``, started on first use (concurrent calls share one start)."""
         name = validate_pad_name(name)
         pad = self._pads.get(name)
-        if pad is not None:
+        if pad is not None and not pad.closed:
             return pad
         task = self._starting.get(name)
         if task is None:
