@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 from scratchpad.errors import KernelStartError
 from scratchpad.runtime.kernel import KernelProcess, describe_exit
+from tests.process_helpers import process_gone, read_pid
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 
@@ -65,3 +67,30 @@ async def test_stop_reaps_the_real_worker() -> None:
 )
 def test_describe_exit(code: int, by_us: bool, words: str) -> None:
     assert describe_exit(code, by_us) == words
+
+
+async def test_cancelled_start_leaves_no_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid_file = tmp_path / "kernel.pid"
+    monkeypatch.setenv("KERNEL_PID_FILE", str(pid_file))
+    task = asyncio.create_task(spawn("never_ready.py", timeout=30))
+    pid = await read_pid(pid_file)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.1)
+    assert process_gone(pid)
+
+
+async def test_cancelled_tool_run_is_killed(tmp_path: Path) -> None:
+    from scratchpad.runtime.venv import run_tool
+
+    pid_file = tmp_path / "tool.pid"
+    task = asyncio.create_task(run_tool(["sh", "-c", f"echo $$ > {pid_file}; sleep 30"], 60))
+    pid = await read_pid(pid_file)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.1)
+    assert process_gone(pid)

@@ -126,3 +126,13 @@ async def test_a_pad_closed_directly_is_started_again(manager: ScratchpadManager
     assert not again.closed
     assert (await again.execute("1")).status == "ok"
     assert [cell.stdout for cell in again.cells] == ["before\n", ""]
+
+
+async def test_get_or_create_waits_for_a_removal_of_the_same_name(
+    manager: ScratchpadManager,
+) -> None:
+    await manager.get_or_create("phoenix")
+    _, reborn = await asyncio.gather(manager.remove("phoenix"), manager.get_or_create("phoenix"))
+    cell = await reborn.execute("import sys\nsys.prefix")
+    assert cell.status == "ok", cell.error
+    assert (manager.settings.home / "pads" / "phoenix" / "bin" / "python").exists()

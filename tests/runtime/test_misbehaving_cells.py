@@ -16,6 +16,7 @@ from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.protocol import encode
+from tests.process_helpers import process_gone
 
 MIB = 1024 * 1024
 
@@ -158,23 +159,19 @@ async def test_child_processes_outliving_the_cell(pad: ScratchpadRuntime, tmp_pa
     assert process_gone(child_pid)  # closing the pad took its children along
 
 
-def process_gone(pid: int) -> bool:
-    """Dead, or a zombie waiting for init to reap it (it is not ours to reap)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
-
-
-async def test_killed_twice_in_a_row_rebuilds_the_environment(pad: ScratchpadRuntime) -> None:
+async def test_killed_twice_in_a_row_rebuilds_the_environment(
+    manager: ScratchpadManager, pad: ScratchpadRuntime
+) -> None:
     for _ in range(2):
         cell = await pad.execute("import os\nos._exit(1)")
         assert cell.status == "killed"
     after = await pad.execute("1")
     assert after.result == "1"
-    assert "virtualenv was rebuilt" in after.logs
+    assert after.logs.count("virtualenv was rebuilt") == 1
     await assert_healthy(pad)
+    await pad.close()
+    reloaded = manager.peek("main")
+    assert len(reloaded.cells) == 4  # the history file followed the rebuilt venv
 
 
 async def test_memory_limit_turns_runaway_allocation_into_an_error(
@@ -245,3 +242,38 @@ async def test_flood_of_output_between_cells_is_bounded(pad: ScratchpadRuntime) 
     assert "bytes of output dropped" in following.logs
     await asyncio.sleep(0.5)
     await assert_healthy(pad)
+
+
+async def test_interrupt_never_cuts_a_control_frame(workspace: Path, settings: Settings) -> None:
+    quick = settings.model_copy(update={"default_timeout_s": 0.5})
+    async with ScratchpadManager(workspace=workspace, settings=quick) as manager:
+        pad = await manager.get_or_create("big-frames")
+        await pad.execute("kept = 1")
+        cell = await pad.execute("while True:\n    progress('p' * 3_000_000)")
+        assert cell.status == "timeout", cell.error  # interrupted cleanly, not killed
+        assert (await pad.execute("kept")).result == "1"
+
+
+async def test_forked_child_does_not_hide_the_kernels_death(pad: ScratchpadRuntime) -> None:
+    code = "import os, time\nif os.fork() == 0:\n    time.sleep(30)\n    os._exit(0)\nos._exit(3)"
+    cell = await asyncio.wait_for(pad.execute(code), 10)  # not the inactivity timeout
+    assert cell.status == "killed"
+    assert cell.error is not None and "exited with code 3" in cell.error
+    await assert_healthy(pad)
+
+
+async def test_death_between_cells_is_told_with_its_cause(pad: ScratchpadRuntime) -> None:
+    code = (
+        "import os, sys, threading, time\n"
+        "def die():\n"
+        "    time.sleep(0.2)\n"
+        "    print('last words', file=sys.stderr, flush=True)\n"
+        "    os._exit(5)\n"
+        "threading.Thread(target=die).start()"
+    )
+    assert (await pad.execute(code)).status == "ok"
+    await asyncio.sleep(0.6)
+    cell = await pad.execute("1")
+    assert cell.result == "1"
+    assert "The kernel exited with code 5; this is a fresh kernel" in cell.logs
+    assert "last words" in cell.logs

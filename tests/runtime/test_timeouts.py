@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from scratchpad.config import Settings
+from scratchpad.runtime.cell import Cell, OutputEvent
+from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
+from tests.conftest import wait_until_busy
 
 
 @pytest.mark.parametrize(
@@ -79,3 +83,44 @@ async def test_estimate_extends_the_total(workspace: Path, settings: Settings) -
         cell = await pad.execute("import time\ntime.sleep(0.6)\n'done'", estimated_seconds=0.5)
         assert cell.status == "ok"  # total = 2 × 0.5 s
         assert cell.result == "'done'"
+
+
+async def test_steady_output_to_a_slow_listener_still_times_out(
+    workspace: Path, settings: Settings
+) -> None:
+    quick = fast(settings, default_timeout_s=0.5)
+    async with ScratchpadManager(workspace=workspace, settings=quick) as manager:
+        pad = await manager.get_or_create("chatty")
+        code = "import time\nwhile True:\n    print('.', flush=True)\n    time.sleep(0.005)"
+        last = None
+        async for item in pad.execute_streaming(code):
+            last = item
+            await asyncio.sleep(0.02)  # slower than the kernel: events are always queued
+        assert isinstance(last, Cell)
+        assert last.status == "timeout"
+
+
+async def test_cancel_while_the_listener_holds_an_item(manager: ScratchpadManager) -> None:
+    pad = await manager.get_or_create("held")
+    stream = pad.execute_streaming("import time\nprint('one', flush=True)\ntime.sleep(25)")
+    first = await anext(stream)  # the listener is busy with this item, not waiting
+    assert isinstance(first, OutputEvent)
+    cancelling = asyncio.create_task(pad.cancel())
+    await asyncio.sleep(0.05)
+    rest = [item async for item in stream]  # ends by the cancel, not by the 30 s inactivity
+    await cancelling
+    cell = rest[-1]
+    assert isinstance(cell, Cell) and cell.status == "cancelled"
+
+
+async def test_cancel_while_the_kernel_starts(tmp_path: Path, settings: Settings) -> None:
+    pad = LocalRuntime("starting", root=tmp_path / "starting", cwd=tmp_path, settings=settings)
+    task = asyncio.create_task(pad.execute("print('should not run')"))
+    await wait_until_busy(pad)
+    await pad.cancel()
+    cell = await task
+    assert cell.status == "cancelled"
+    assert cell.error is not None and "before it started" in cell.error
+    assert cell.stdout == ""
+    assert (await pad.execute("1")).result == "1"
+    await pad.close()

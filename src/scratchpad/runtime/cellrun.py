@@ -62,17 +62,32 @@ class CellRun:
         self._start = loop.time()
         self._last_activity = self._start
         self._interrupted_at: float | None = None
+        self._ending: asyncio.Future[None] | None = None  # a kill or an exit under way
 
     def begin(self) -> bool:
         """Send the code to the kernel; False when the kernel is already gone."""
         return self.kernel.send({"type": "execute", "code": self.cell.code})
+
+    def skip(self, reason: str) -> Cell:
+        """End the cell without running it (it was cancelled while waiting for a kernel)."""
+        self.cell.status = "cancelled"
+        self.cell.error = reason + "\n"
+        return self._finish()
 
     def request_cancel(self) -> None:
         self.cancel_requested = True
         self.kernel.wake()
 
     async def step(self) -> list[StreamItem]:
-        """Wait for the next thing to happen; what to stream (the Cell comes last)."""
+        """Wait for the next thing to happen; what to stream (the Cell comes last).
+
+        Deadlines and cancel are checked before any queued event, so a cell that prints
+        steadily to a slow listener still times out.
+        """
+        if self._ending is not None:  # resumed after the listener went away mid-ending
+            return [await self._end(self._ending)]
+        if self._due():
+            return await self._on_deadline()
         event = await self.kernel.next_event(self._deadline())
         if event is None:
             return await self._on_deadline()
@@ -80,7 +95,7 @@ class CellRun:
         if kind == "msg":
             return await self._on_message(payload)
         if kind == "exit":
-            return await self._on_exit()
+            return [await self._end(self._exited())]
         self._last_activity = self._loop.time()
         buffer = self.stdout if kind == "stdout" else self.stderr
         text = buffer.append(payload)
@@ -93,6 +108,13 @@ class CellRun:
         return self.cell
 
     # -- internals --------------------------------------------------------------------------
+    def _due(self) -> bool:
+        if self._interrupted_at is None and self.cancel_requested:
+            return True
+        if self.kernel.done_queued:
+            return False  # the answer is in the queue: read up to it, whatever the clock says
+        return self._loop.time() >= self._deadline()
+
     def _deadline(self) -> float:
         if self._interrupted_at is not None:
             return self._interrupted_at + self.grace
@@ -117,10 +139,12 @@ class CellRun:
         return []
 
     async def _on_deadline(self) -> list[StreamItem]:
+        if not self.kernel.alive:  # dead, though something still holds its channel open
+            return [await self._end(self._exited())]
         now = self._loop.time()
         if self._interrupted_at is not None:
-            if now >= self._interrupted_at + self.grace:
-                return [await self._finish_killed()]
+            if now >= self._interrupted_at + self.grace and not self.kernel.done_queued:
+                return [await self._end(self._killed())]
             return []
         if self.cancel_requested:
             self._interrupt("cancelled", now)
@@ -169,14 +193,27 @@ class CellRun:
             cell.error = str(error or "unknown error")
         return self._finish()
 
-    async def _finish_killed(self) -> Cell:
+    async def _end(self, ending: Awaitable[None]) -> Cell:
+        """Run the ending (kill or exit) to completion even if the listener is cancelled."""
+        if self._ending is None:
+            self._ending = asyncio.ensure_future(ending)
+        elif ending is not self._ending and asyncio.iscoroutine(ending):
+            ending.close()  # a second ending while one runs: the first one wins
+        try:
+            await asyncio.shield(self._ending)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.logs.append(f"Cleaning up after the kernel failed: {exc!r}")
+        return self._finish()
+
+    async def _killed(self) -> None:
         self.kernel.signal_group(signal.SIGKILL)
         self.cell.status = "killed"
         self.cell.error = self._stop_text(kept=False) + "\n"
         await self.on_killed(self)
-        return self._finish()
 
-    async def _on_exit(self) -> list[StreamItem]:
+    async def _exited(self) -> None:
         code = await self.kernel.wait_exit(2.0)
         cause = self.kernel.protocol_error or describe_exit(code, self.kernel.killed_by_us)
         self.died = True
@@ -185,10 +222,11 @@ class CellRun:
             f"The pad's kernel {cause} while running this cell; all variables were lost. "
             "The next cell starts a fresh kernel.\n"
         )
-        return [self._finish()]
 
     def _finish(self) -> Cell:
         cell = self.cell
+        if self.finished:
+            return cell
         cell.stdout = self.stdout.text()
         cell.stderr = self.stderr.text()
         for name, buffer in (("stdout", self.stdout), ("stderr", self.stderr)):

@@ -49,6 +49,7 @@ class KernelProcess:
         self._open_outputs = {out_r, err_r}
         self._queued_bytes = 0
         self._paused = False
+        self.done_queued = 0  # the kernel answered; the listener has not got there yet
         self._decoder = protocol.FrameDecoder()
         self._events: collections.deque[Event] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
@@ -100,24 +101,19 @@ class KernelProcess:
                 env=env,
             )
         except OSError as exc:
-            for fd in (
-                to_kernel_r,
-                to_kernel_w,
-                from_kernel_r,
-                from_kernel_w,
-                out_r,
-                out_w,
-                err_r,
-                err_w,
-            ):
+            for fd in (to_kernel_w, from_kernel_r, out_r, err_r):
                 os.close(fd)
             raise KernelStartError(f"could not run {python}: {exc}") from exc
-        finally:
+        finally:  # the child's ends, in the parent: closed exactly once, whatever happened
             for fd in (to_kernel_r, from_kernel_w, out_w, err_w):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+                os.close(fd)
         kernel = cls(proc, to_kernel_w, from_kernel_r, out_r, err_r)
-        await kernel._wait_ready(timeout)
+        try:
+            await kernel._wait_ready(timeout)
+        except BaseException:  # a cancelled start must not leave a kernel behind
+            kernel.signal_group(signal.SIGKILL)
+            kernel.close_fds()
+            raise
         return kernel
 
     async def _wait_ready(self, timeout: float) -> None:
@@ -203,7 +199,9 @@ class KernelProcess:
 
     def _take(self) -> Event:
         event = self._events.popleft()
-        if event[0] in ("stdout", "stderr"):
+        if event[0] == "msg" and event[1].get("type") == "done":
+            self.done_queued -= 1
+        elif event[0] in ("stdout", "stderr"):
             self._queued_bytes -= len(event[1])
             if self._paused and self._queued_bytes <= MAX_QUEUED_BYTES // 2:
                 self._paused = False
@@ -212,7 +210,9 @@ class KernelProcess:
         return event
 
     def _push(self, event: Event) -> None:
-        if event[0] in ("stdout", "stderr"):
+        if event[0] == "msg" and event[1].get("type") == "done":
+            self.done_queued += 1
+        elif event[0] in ("stdout", "stderr"):
             self._queued_bytes += len(event[1])
         self._events.append(event)
         waiter = self._waiter

@@ -11,13 +11,19 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 
 from scratchpad.config import Settings
-from scratchpad.errors import InstallError, KernelStartError, PadClosedError, PadError
+from scratchpad.errors import (
+    InstallError,
+    KernelStartError,
+    PadClosedError,
+    PadError,
+    ScratchpadError,
+)
 from scratchpad.runtime import venv
 from scratchpad.runtime.base import ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem
 from scratchpad.runtime.cellrun import CellRun
 from scratchpad.runtime.history import CellHistory
-from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
+from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess, describe_exit
 from scratchpad.runtime.timeouts import compute_timeouts
 
 MPL_BACKEND = "module://_scratchpad_mpl_backend"
@@ -51,13 +57,16 @@ class LocalRuntime(ScratchpadRuntime):
         self._notes: list[str] = []  # told to the next cell (state lost, late output, ...)
         self._late: dict[str, CappedOutput] = {}  # output that arrived between cells
         self._deaths_in_a_row = 0
+        self._death_reported = False  # the last death was already told in its cell
+        self._preparing = False  # a cell holds the lock and waits for its kernel
+        self._cancel_pending = False
         self._history = CellHistory(root / "history.jsonl")
         self._background: set[asyncio.Task[Cell]] = set()
         self.cells = self._history.load()
 
     @property
     def busy(self) -> bool:
-        return self._run is not None
+        return self._run is not None or self._preparing
 
     @property
     def closed(self) -> bool:
@@ -100,6 +109,8 @@ class LocalRuntime(ScratchpadRuntime):
         await asyncio.to_thread(shutil.rmtree, self.root, True)
 
     async def cancel(self) -> None:
+        if self._preparing:
+            self._cancel_pending = True  # the cell is still waiting for its kernel
         run = self._run
         if run is None:
             return
@@ -125,6 +136,8 @@ class LocalRuntime(ScratchpadRuntime):
         try:
             self._check_open()
             run = await self._begin(cell, estimated_seconds)
+            if run.finished:  # cancelled before it started
+                yield run.cell
             while not run.finished:
                 for item in await run.step():
                     yield item
@@ -136,7 +149,12 @@ class LocalRuntime(ScratchpadRuntime):
                 self._lock.release()
 
     async def _begin(self, cell: Cell, estimated_seconds: float) -> CellRun:
-        await self._ensure_kernel()
+        self._preparing, self._cancel_pending = True, False
+        try:
+            await self._ensure_kernel()
+        finally:
+            self._preparing = False
+        self._check_open()  # closed while the kernel was starting
         kernel = self._kernel
         assert kernel is not None
         logs = self._take_notes(kernel)
@@ -151,7 +169,10 @@ class LocalRuntime(ScratchpadRuntime):
             on_finished=self._record,
         )
         self._run = run
-        run.begin()  # a dead kernel shows up as an "exit" event on the first step
+        if self._cancel_pending:
+            run.skip("Cell cancelled before it started; nothing ran.")
+        else:
+            run.begin()  # a dead kernel shows up as an "exit" event on the first step
         return run
 
     def _finish_in_background(self, run: CellRun) -> None:
@@ -171,6 +192,7 @@ class LocalRuntime(ScratchpadRuntime):
         self._history.append(run.cell)
         if run.died:
             self._deaths_in_a_row += 1
+            self._death_reported = True
         elif run.cell.status != "killed":
             self._deaths_in_a_row = 0
 
@@ -183,7 +205,7 @@ class LocalRuntime(ScratchpadRuntime):
         )
         try:
             await self._ensure_kernel()
-        except KernelStartError as exc:
+        except (ScratchpadError, OSError) as exc:
             self._notes.append(f"Restarting the kernel failed: {exc}")
 
     # -- packages ---------------------------------------------------------------------------
@@ -238,21 +260,28 @@ class LocalRuntime(ScratchpadRuntime):
         if kernel is not None and not kernel.channel_closed and kernel.alive:
             return
         if kernel is not None:
-            await self._stop_kernel()
+            for kind, payload in kernel.pending_events():  # its last words, and its exit
+                self._note_late(kind, payload)
+            code = await self._stop_kernel()
+            how = "died" if self._death_reported else describe_exit(code, kernel.killed_by_us)
             self._notes.append(
-                "The kernel had died; this is a fresh kernel (all variables from before were lost)."
+                f"The kernel {how}; this is a fresh kernel (all variables from before were lost)."
             )
+        rebuild = None
         if self._deaths_in_a_row >= DEATHS_BEFORE_FULL_RESET:
-            await self._rebuild_venv(f"the kernel died {self._deaths_in_a_row} times in a row")
+            rebuild = f"the kernel died {self._deaths_in_a_row} times in a row"
             self._deaths_in_a_row = 0
-        await self._start_kernel()
+        await self._start_kernel(rebuild)
 
-    async def _start_kernel(self) -> None:
+    async def _start_kernel(self, rebuild: str | None = None) -> None:
+        """Start a kernel, rebuilding the venv first when asked, when unusable, or on retry."""
         attempts = self.settings.venv_create_attempts
         last_error = ""
+        self._death_reported = False
         for attempt in range(attempts):
-            if attempt or not venv.is_reusable(self.root):
-                await self._rebuild_venv(last_error or "no usable virtualenv yet")
+            if rebuild or attempt or not venv.is_reusable(self.root):
+                await self._rebuild_venv(rebuild or last_error or "no usable virtualenv yet")
+                rebuild = None
             try:
                 self._kernel = await KernelProcess.spawn(
                     venv.venv_python(self.root),
@@ -274,6 +303,7 @@ class LocalRuntime(ScratchpadRuntime):
         )
 
     async def _rebuild_venv(self, why: str) -> None:
+        self._history.close()  # the file is moved into the new venv; reopen it there
         existed = self.root.exists()
         await venv.create(self.root)
         if existed:
@@ -284,10 +314,12 @@ class LocalRuntime(ScratchpadRuntime):
         except InstallError as exc:
             self._notes.append(f"Reinstalling recorded packages failed: {exc}")
 
-    async def _stop_kernel(self) -> None:
+    async def _stop_kernel(self) -> int | None:
+        """Stop the kernel (shielded: a cancelled caller must not leave it half-stopped)."""
         kernel, self._kernel = self._kernel, None
-        if kernel is not None:
-            await kernel.stop(grace=self.settings.interrupt_grace_s)
+        if kernel is None:
+            return None
+        return await asyncio.shield(kernel.stop(grace=self.settings.interrupt_grace_s))
 
     def _kernel_env(self) -> dict[str, str]:
         env = dict(os.environ)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.metadata
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import PadNotFoundError
@@ -86,6 +88,7 @@ class ScratchpadManager:
         self._factory = runtime_factory or local_factory(settings, cwd)
         self._pads: dict[str, ScratchpadRuntime] = {}
         self._starting: dict[str, asyncio.Task[ScratchpadRuntime]] = {}
+        self._stopping: dict[str, asyncio.Future[None]] = {}
 
     async def get_or_create(self, name: str) -> ScratchpadRuntime:
         """The running pad ``name``, started on first use (concurrent calls share one start)."""
@@ -101,6 +104,9 @@ class ScratchpadManager:
 
     async def _start(self, name: str) -> ScratchpadRuntime:
         try:
+            stopping = self._stopping.get(name)
+            if stopping is not None:  # the same pad is being closed or removed: let it finish
+                await asyncio.wait([stopping])
             pad = self._factory(name)
             await pad.start()
             self._pads[name] = pad
@@ -121,7 +127,7 @@ class ScratchpadManager:
         """A pad for reading its cells: the running one, or one loaded from disk unstarted."""
         name = validate_pad_name(name)
         pad = self._pads.get(name)
-        if pad is not None:
+        if pad is not None and not pad.closed:
             return pad
         if name not in self.names_on_disk():
             raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it")
@@ -146,13 +152,23 @@ class ScratchpadManager:
             if name not in self.names_on_disk():
                 raise PadNotFoundError(f"no pad named {name!r}; see names() or names_on_disk()")
             pad = self._factory(name)
-        await pad.cleanup()
+        await self._stop(name, pad.cleanup())
 
     async def close(self, name: str) -> None:
         """Stop one pad's kernel; its environment stays for the next get_or_create."""
         pad = self._pads.pop(validate_pad_name(name), None)
         if pad is not None:
-            await pad.close()
+            await self._stop(name, pad.close())
+
+    async def _stop(self, name: str, stopping: Coroutine[Any, Any, None]) -> None:
+        """Run a close/cleanup that a concurrent get_or_create of the same name waits for."""
+        task = asyncio.ensure_future(stopping)
+        self._stopping[name] = task
+        try:
+            await asyncio.shield(task)
+        finally:
+            if self._stopping.get(name) is task:
+                del self._stopping[name]
 
     async def close_all(self) -> None:
         """Stop every kernel (environments are kept). Safe to call twice."""

@@ -20,6 +20,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import site
 import sys
 from pathlib import Path
@@ -208,7 +209,11 @@ async def run_tool(argv: list[str], timeout: float) -> tuple[int | None, str]:
         output, _ = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, 9)
+            os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
         return None, ""
+    except BaseException:  # a cancelled caller: the tool must not go on writing into the venv
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        raise
     return proc.returncode, output.decode("utf-8", "replace").strip()

@@ -74,6 +74,9 @@ class Kernel:
         self.ctrl_in = ctrl_in
         self.ctrl_out = ctrl_out
         self.send_lock = _thread.allocate_lock()
+        self.main_thread = _thread.get_ident()
+        self.main_sending = False
+        self.deferred_interrupt = False
         self.in_cell = False
         self.interrupted = False
         self.count = 0
@@ -89,9 +92,20 @@ class Kernel:
 
     # -- helpers exposed to cells ---------------------------------------------------------
     def send(self, message: dict[str, object]) -> None:
+        """Write one frame. An interrupt never cuts a frame short: it waits until the end."""
         frame = protocol.encode(message)
+        in_main = _thread.get_ident() == self.main_thread
         with self.send_lock:
-            protocol.write_all(self.ctrl_out, frame)
+            if in_main:
+                self.main_sending = True
+            try:
+                protocol.write_all(self.ctrl_out, frame)
+            finally:
+                if in_main:
+                    self.main_sending = False
+        if in_main and self.deferred_interrupt:
+            self.deferred_interrupt = False
+            raise KeyboardInterrupt
 
     def progress(self, message: object = "") -> None:
         """Report progress to the caller; it also resets the cell's inactivity timer."""
@@ -112,10 +126,13 @@ class Kernel:
 
     # -- the loop -------------------------------------------------------------------------
     def on_sigint(self, signum: int, frame: object) -> None:
-        if self.in_cell:
-            self.interrupted = True
-            raise KeyboardInterrupt
-        # between cells an interrupt has nothing to stop
+        if not self.in_cell:
+            return  # between cells an interrupt has nothing to stop
+        self.interrupted = True
+        if self.main_sending:
+            self.deferred_interrupt = True  # raised by send() once the frame is whole
+            return
+        raise KeyboardInterrupt
 
     def serve(self) -> None:
         self.send({"type": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
@@ -147,7 +164,7 @@ class Kernel:
         filename = f"<cell {self.count}>"
         status, result, error = "ok", None, None
         try:
-            self.interrupted = False
+            self.interrupted = self.deferred_interrupt = False
             self.in_cell = True
             body, last = compile_cell(code, filename)
             if body is not None:
@@ -305,11 +322,21 @@ def configure_process(config: dict[str, Any]) -> None:
     sys.meta_path.append(_PrivateFinder)
 
 
+def _close_channel(*fds: int) -> None:
+    """In a forked child (multiprocessing): let go of the channel, so the parent sees EOF."""
+    for fd in fds:
+        try:  # noqa: SIM105 - contextlib is not worth importing at boot
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def main(argv: list[str]) -> int:
     ctrl_in, ctrl_out = int(argv[1]), int(argv[2])
     config = json.loads(argv[3]) if len(argv) > 3 else {}
     for fd in (ctrl_in, ctrl_out):
         os.set_inheritable(fd, False)  # children of user code must not hold the channel open
+    os.register_at_fork(after_in_child=lambda: _close_channel(ctrl_in, ctrl_out))
     kernel = Kernel(ctrl_in, ctrl_out)
     sys.modules["_scratchpad_kernel"] = sys.modules[__name__]
     sys.modules["__main__"] = kernel.user_module
