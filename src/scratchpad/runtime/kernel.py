@@ -3,7 +3,9 @@
 The kernel gets four pipes: control in, control out (passed with ``pass_fds``), and its own
 fd 1 and fd 2. The parent reads the three incoming pipes from the event loop with non-blocking
 ``os.read`` and queues what it gets as events. When a ``done`` frame arrives the output pipes
-are drained first, so every byte the cell wrote before finishing belongs to that cell.
+are drained first, so every byte the cell wrote before finishing belongs to that cell. When
+more than ``MAX_QUEUED_BYTES`` of output wait unconsumed, reading pauses and the kernel's
+writes block (flow control) until the queue is taken.
 """
 
 from __future__ import annotations

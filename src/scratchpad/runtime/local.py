@@ -93,6 +93,7 @@ class LocalRuntime(ScratchpadRuntime):
             self.cells = []
             self._history.clear()
             self._notes.clear()
+            self._late = {}
             self._deaths_in_a_row = 0
             await self._ensure_kernel()
 

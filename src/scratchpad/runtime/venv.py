@@ -66,11 +66,11 @@ async def create(root: Path) -> None:
     """(Re)create the venv at ``root``, keeping its requirements and history files."""
     kept = {name: (root / name).read_bytes() for name in KEEP_ON_REBUILD if (root / name).exists()}
     if root.exists():
-        shutil.rmtree(root)
+        await asyncio.to_thread(shutil.rmtree, root)
     root.parent.mkdir(parents=True, exist_ok=True)
     error = await _create_with_uv(root)
     if error is not None:
-        shutil.rmtree(root, ignore_errors=True)
+        await asyncio.to_thread(shutil.rmtree, root, True)
         await asyncio.to_thread(_create_with_stdlib, root)
     for name, data in kept.items():
         (root / name).write_bytes(data)
