@@ -48,6 +48,22 @@ class Settings(BaseSettings):
     install_timeout_s: float = Field(120.0, gt=0)
     compact_keep_cells: int = Field(5, ge=1, description="Cells kept whole by view().")
 
+    # Observations (see scratchpad.observations).
+    observations_db: Path | None = Field(
+        None, description="The observation store's SQLite file; <home>/observations.db if unset."
+    )
+    observation_threshold_bytes: int = Field(
+        4096, ge=0, description="Observations larger than this (as JSON) are offloaded."
+    )
+    observation_ttl_s: float = Field(3600.0, gt=0, description="Lifetime of a stored entry.")
+    observation_full_cap_chars: int = Field(
+        100_000, ge=1, description="Largest answer of read(mode='full')."
+    )
+
+    @property
+    def observations_path(self) -> Path:
+        return self.observations_db or self.home / "observations.db"
+
     @field_validator("home", mode="after")
     @classmethod
     def _expand_home(cls, value: Path) -> Path:

@@ -8,6 +8,8 @@ always as a subclass of ScratchpadError whose message says what to do::
     ├── InvalidInputError        a caller passed a bad argument (name, code, package spec, ...)
     │   └── InvalidPadNameError  a pad name does not match the allowed pattern
     ├── PadNotFoundError         no pad with that name exists
+    ├── ObservationError         the observation store could not do what was asked
+    │   └── ObservationNotFoundError  unknown id, expired, or another turn's observation
     └── PadError                 a pad's machinery failed
         ├── PadClosedError       the pad was closed or cleaned up and cannot run cells
         ├── VenvError            the pad's virtualenv could not be created or repaired
@@ -39,6 +41,17 @@ class PadNotFoundError(ScratchpadError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return str(self.args[0]) if self.args else "pad not found"
+
+
+class ObservationError(ScratchpadError):
+    """The observation store could not do what was asked."""
+
+
+class ObservationNotFoundError(ObservationError, KeyError):
+    """The observation id is unknown, expired, or belongs to another turn."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else "observation not found"
 
 
 class PadError(ScratchpadError):

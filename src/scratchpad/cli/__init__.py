@@ -1,4 +1,4 @@
-"""The command line: ``scratchpad exec|view|dump|ls|rm|install|reset|demo``."""
+"""The command line: ``scratchpad exec|view|dump|ls|rm|install|reset|demo|obs``."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from scratchpad.cli.obs import obs_app
 from scratchpad.cli.output import console, fail, show_cell_end, show_event
 from scratchpad.errors import ScratchpadError
 from scratchpad.runtime.manager import ScratchpadManager
@@ -26,6 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 T = TypeVar("T")
+app.add_typer(obs_app, name="obs")
 
 PadArg = Annotated[str, typer.Argument(help="Pad name, e.g. 'main'.")]
 
