@@ -29,6 +29,7 @@ test: setup lint
 bench: setup
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/runtime.py
+	$(BIN)/python bench/observations.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

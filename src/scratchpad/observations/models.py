@@ -102,7 +102,7 @@ class ReadResult:
     def header(self) -> str:
         """E.g. ``chars 0–2000 of 89042 (87042 more after)``."""
         if self.mode == "grep":
-            text = f"grep: {self.matches} matching lines"
+            text = f"grep: {self.matches} matching line{'' if self.matches == 1 else 's'}"
             if self.shown is not None and self.matches is not None and self.shown < self.matches:
                 text += f", showing the first {self.shown}"
             text += f" (of {self.total} lines)"
