@@ -14,6 +14,7 @@ import pytest
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidInputError, ObservationError, ObservationNotFoundError
 from scratchpad.observations import ObservationStore
+from scratchpad.observations.connections import MAX_IDLE
 from scratchpad.observations.summary import OFFLOAD_NOTE, summarize
 
 LOG = "".join(f"INFO 2026-04-26 event number {i}\n" for i in range(3000)) + "ERROR LAST_EVENT\n"
@@ -271,3 +272,94 @@ def test_binary_inside_text_is_refused(store: ObservationStore) -> None:
     store.offload({"content": b"\x01" * 5000}, turn_id="t1", step_num=1)
     with pytest.raises(ObservationError, match="binary content"):
         store.resolve_references("data={{step1.content}}", turn_id="t1")
+
+
+def test_lone_surrogates_are_stored(store: ObservationStore) -> None:
+    text = "bad \udcff byte " * 400
+    entry = store.put(text, turn_id="t1", metadata={"path": "/tmp/\udcff"})
+    assert store.get(entry).content == text
+    assert store.info(entry).metadata == {"path": "/tmp/\udcff"}
+    assert "\\udcff" in store.info(entry).summary
+    synthetic = store.offload({"content": text}, turn_id="t1")
+    assert store.get(synthetic["observation_id"]).content == text
+    with pytest.raises(InvalidInputError, match="tool contains characters"):
+        store.put("x", turn_id="t1", tool="\udcff")
+
+
+def test_large_fields_besides_content_are_not_kept_in_the_summary(
+    store: ObservationStore,
+) -> None:
+    observation = {"ok": True, "content": "x", "matches": ["y" * 100] * 1000, "path": "/p"}
+    synthetic = store.offload(observation, turn_id="t1")
+    assert len(json.dumps(synthetic)) < 2000
+    assert synthetic["metadata"] == {"path": "/p"}
+    assert json.loads(store.get(synthetic["observation_id"]).content) == observation
+
+
+@pytest.mark.parametrize(
+    ("observation", "message"),
+    [({("a", "b"): "x" * 5000}, "cannot be serialized"), ([1, 2], "must be a dict")],
+)
+def test_bad_observations_are_refused(
+    store: ObservationStore, observation: object, message: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        store.offload(observation, turn_id="t1")  # type: ignore[arg-type]
+    assert store.list_all() == []
+
+
+def test_step_numbers_must_fit(store: ObservationStore) -> None:
+    with pytest.raises(InvalidInputError, match="step_num must be an integer"):
+        store.put("x", turn_id="t1", step_num=2**70)
+
+
+def test_reference_text_around_is_kept_exactly(store: ObservationStore) -> None:
+    store.offload({"ok": False, "content": "F" * 5000}, turn_id="t1", step_num=1)
+    resolved = store.resolve_references(
+        {"a": " {{step1.content}}\n", "b": "{{step1.ok}}"}, turn_id="t1"
+    )
+    assert resolved == {"a": " " + "F" * 5000 + "\n", "b": False}
+
+
+@pytest.mark.parametrize("text", ["{{step1.}}", "{{step1.content.x}}", "x {{step1.foo-bar}}"])
+def test_malformed_references_are_refused(store: ObservationStore, text: str) -> None:
+    store.offload({"content": "F" * 5000}, turn_id="t1", step_num=1)
+    with pytest.raises(ObservationError, match="malformed reference"):
+        store.resolve_references(text, turn_id="t1")
+
+
+def test_out_of_range_reads_are_refused(store: ObservationStore) -> None:
+    entry = store.put("one\ntwo\nthree\n", turn_id="t1")
+    with pytest.raises(InvalidInputError, match="start \\(10\\) is past the end: the content "
+                                                "has 3 lines"):  # fmt: skip
+        store.read(entry, "lines", start=10)
+    with pytest.raises(InvalidInputError, match="has 14 characters"):
+        store.read(entry, "range", start=100, end=200)
+
+
+def test_chunk_size_must_hold_a_character(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="chunk_bytes must be at least 4"):
+        ObservationStore(tmp_path / "o.db", settings=Settings(home=tmp_path), chunk_bytes=2)
+
+
+def test_many_short_lived_threads_share_few_connections(store: ObservationStore) -> None:
+    import os
+    import threading
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    store.put("warm up", turn_id="t")
+    before = open_fds()
+    for _ in range(20):
+        threads = [
+            threading.Thread(target=store.put, args=("x",), kwargs={"turn_id": "t"})
+            for _ in range(20)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(store.list_for_turn("t")) == 401
+    # at most the pool's idle connections stay open (db, wal and shm files each)
+    assert open_fds() - before <= 3 * MAX_IDLE

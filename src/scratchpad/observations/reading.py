@@ -1,108 +1,129 @@
 """Read modes over one entry's chunks: slices by chars, bytes or lines, and grep.
 
 Every mode streams chunks from the one that holds its start and stops as soon as it has what
-it needs; only grep reads the whole entry, and it searches large blocks with the regex engine
-instead of looping over lines in Python.
+it needs; only grep reads the whole entry. Lines are split on ``\\n``; a ``\\r`` before it
+(CRLF) is not part of the line.
 """
 
 from __future__ import annotations
 
 import base64
+import importlib
 import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
 
 from scratchpad.observations.chunks import ChunkSource
-from scratchpad.observations.models import ObservationInfo, ReadResult
+from scratchpad.observations.models import ObservationInfo, ReadMode, ReadResult
 
 GREP_BLOCK_CHARS = 1 << 20
-GREP_LINE_CHARS = 500  # a shown line longer than this is cut (minified JSON, ...)
+LONG_LINE_CHARS = 500  # a shown grep line longer than this is cut around its match
 
 
 def read_chars(
-    source: ChunkSource, info: ObservationInfo, start: int, end: int, mode: str
+    source: ChunkSource, info: ObservationInfo, start: int, end: int, mode: ReadMode
 ) -> ReadResult:
     """Characters ``start``..``end`` (exclusive) of a text entry."""
-    end = min(end, info.char_count)
-    start = min(start, end)
     parts: list[str] = []
     needed = end - start
-    for chunk, text in source.texts(source.locate("char", start)):
-        offset = max(0, start - chunk.char_start)
-        piece = text[offset : offset + needed]
-        parts.append(piece)
-        needed -= len(piece)
-        if needed <= 0:
-            break
-    return ReadResult(info.id, mode, "chars", start, end, info.char_count, "".join(parts))  # type: ignore[arg-type]
+    if needed > 0:
+        for chunk, text in source.texts(source.locate("char", start)):
+            offset = max(0, start - chunk.char_start)
+            piece = text[offset : offset + needed]
+            parts.append(piece)
+            needed -= len(piece)
+            if needed <= 0:
+                break
+    return ReadResult(info.id, mode, "chars", start, end, info.char_count, "".join(parts))
 
 
 def read_bytes(
-    source: ChunkSource, info: ObservationInfo, start: int, end: int, mode: str
+    source: ChunkSource, info: ObservationInfo, start: int, end: int, mode: ReadMode
 ) -> ReadResult:
     """Bytes ``start``..``end`` (exclusive) of a binary entry, as base64."""
-    end = min(end, info.size_bytes)
-    start = min(start, end)
     parts: list[bytes] = []
     needed = end - start
-    for chunk in source.chunks(source.locate("byte", start)):
-        offset = max(0, start - chunk.byte_start)
-        piece = bytes(chunk.data[offset : offset + needed])
-        parts.append(piece)
-        needed -= len(piece)
-        if needed <= 0:
-            break
+    if needed > 0:
+        for chunk in source.chunks(source.locate("byte", start)):
+            offset = max(0, start - chunk.byte_start)
+            piece = bytes(chunk.data[offset : offset + needed])
+            parts.append(piece)
+            needed -= len(piece)
+            if needed <= 0:
+                break
     data = base64.b64encode(b"".join(parts)).decode("ascii")
-    return ReadResult(info.id, mode, "bytes", start, end, info.size_bytes, data, "base64")  # type: ignore[arg-type]
+    return ReadResult(info.id, mode, "bytes", start, end, info.size_bytes, data, "base64")
 
 
 def read_lines(
     source: ChunkSource, info: ObservationInfo, first: int, last: int, max_chars: int
 ) -> ReadResult:
-    """Lines ``first``..``last`` (1-based, inclusive), at most ``max_chars`` characters."""
-    last = min(last, info.line_count)
+    """Lines ``first``..``last`` (1-based, inclusive); at most ``max_chars`` characters."""
     lines: list[str] = []
-    size = 0
-    note = ""
-    for number, line in _lines_from(source, first):
+    budget = max_chars
+    notes: list[str] = []
+    shown_last = first - 1
+    for number, line, length in _lines_from(source, first, max_chars):
         if number > last:
             break
-        if size + len(line) > max_chars:
-            note = f"stopped at line {number - 1}: more would exceed {max_chars} characters"
-            last = number - 1
-            break
+        if length > budget:
+            if lines:  # stop before a line that no longer fits
+                notes.append(f"stopped after line {shown_last}: the answer is capped")
+                break
+            line = line[:budget]  # a single line longer than the cap: show its start
+            notes.append(f"line {number} is cut at {budget} of its {length} characters")
         lines.append(line)
-        size += len(line) + 1
-    shown_last = max(last, first - 1)
+        budget -= min(length, budget) + 1
+        shown_last = number
     return ReadResult(
-        info.id, "lines", "lines", first, shown_last, info.line_count, "\n".join(lines), note=note
+        info.id,
+        "lines",
+        "lines",
+        first,
+        shown_last,
+        info.line_count,
+        "\n".join(lines),
+        note="; ".join(notes),
     )
 
 
-def _lines_from(source: ChunkSource, first: int) -> Iterator[tuple[int, str]]:
-    """(number, text) of each line from line ``first`` on, across chunk boundaries."""
+def _lines_from(source: ChunkSource, first: int, keep: int) -> Iterator[tuple[int, str, int]]:
+    """(number, text, full length) of each line from ``first`` on; text cut at ``keep``."""
     skip = first - 1  # newlines to pass before line ``first`` starts
-    carry = ""
+    parts: list[str] = []
+    kept = length = 0
     number = first
     started = False
     for chunk, text in source.texts(source.locate("line", skip)):
+        position = 0
         if not started:
-            position = 0
             for _ in range(skip - chunk.line_start):
                 position = text.find("\n", position) + 1
                 if position == 0:
                     return  # the content has fewer lines than that
-            text = text[position:]
             started = True
-        text = carry + text
-        pieces = text.split("\n")
-        carry = pieces.pop()
-        for piece in pieces:
-            yield number, piece
+        while True:
+            newline = text.find("\n", position)
+            piece = text[position:] if newline < 0 else text[position:newline]
+            length += len(piece)
+            if kept < keep:
+                parts.append(piece[: keep - kept])
+                kept += len(parts[-1])
+            if newline < 0:
+                break
+            yield number, _strip_cr("".join(parts)), length - (1 if piece.endswith("\r") else 0)
+            parts, kept, length = [], 0, 0
             number += 1
-    if carry:
-        yield number, carry
+            position = newline + 1
+    if length:
+        yield number, _strip_cr("".join(parts)), length
+
+
+def _strip_cr(line: str) -> str:
+    return line[:-1] if line.endswith("\r") else line
 
 
 @dataclass
@@ -120,21 +141,35 @@ def grep(
     max_chars: int,
     block_chars: int = GREP_BLOCK_CHARS,
 ) -> GrepResult:
-    """Matching lines as ``number:text`` with ``number-text`` context, like ``grep -n -C``."""
+    """Matching lines as ``number:text`` with ``number-text`` context, like ``grep -n -C``.
+
+    Blocks of complete lines are searched with the regex engine; when the pattern could match
+    across a line break (``[^x]``, ``\\s``, ...) or the text has CRLF endings, each line is
+    searched on its own instead.
+    """
     state = _GrepState(pattern, context, max_matches, max_chars)
-    carry = ""
-    block: list[str] = []
+    pending: list[str] = []  # text after the last newline seen
     size = 0
     for _, text in source.texts():
-        block.append(text)
+        pending.append(text)
         size += len(text)
         if size >= block_chars:
-            carry = state.feed(carry + "".join(block))
-            block, size = [], 0
-    carry = state.feed(carry + "".join(block))
-    if carry:
-        state.feed(carry + "\n")
+            pending = _feed_complete_lines(state, pending)
+            size = sum(map(len, pending))
+    tail = "".join(pending)
+    if tail:
+        state.feed(tail.removesuffix("\n"))  # the final newline ends the last line
     return GrepResult(state.out, state.matches, state.shown)
+
+
+def _feed_complete_lines(state: _GrepState, pending: list[str]) -> list[str]:
+    """Feed the complete lines of ``pending``; what is left (an unfinished line)."""
+    last = pending[-1]
+    cut = last.rfind("\n")
+    if cut < 0:
+        return pending  # no line ended yet: keep collecting, without copying
+    state.feed("".join(pending[:-1]) + last[:cut])
+    return [last[cut + 1 :]]
 
 
 class _GrepState:
@@ -144,6 +179,7 @@ class _GrepState:
         self, pattern: re.Pattern[str], context: int, max_matches: int, max_chars: int
     ) -> None:
         self.pattern = pattern
+        self.per_line = can_match_newline(pattern)
         self.context = context
         self.max_matches = max_matches
         self.max_chars = max_chars
@@ -156,54 +192,58 @@ class _GrepState:
         self.recent: deque[tuple[int, str]] = deque(maxlen=context or 1)
         self.after_left = 0  # context lines still owed after the last match
 
-    def feed(self, text: str) -> str:
-        """Process the complete lines of ``text``; return the unfinished last line."""
-        cut = text.rfind("\n")
-        if cut < 0:
-            return text
-        body, rest = text[:cut], text[cut + 1 :]
-        self._scan(body)
-        self.lines_before += body.count("\n") + 1
-        if self.context:
-            self._remember_tail(body)
-        return rest
-
-    def _scan(self, body: str) -> None:
-        search = self.pattern.search
-        position = 0
-        counted_to = 0
-        line_index = 0  # lines of body before counted_to
+    def feed(self, body: str) -> None:
+        """Process ``body``: complete lines joined by ``\\n`` (no trailing newline)."""
         if self.after_left:  # context owed by a match at the end of the previous block
             self._emit_after(body, 0, self.lines_before + 1)
-        while position <= len(body):
-            found = search(body, position)
-            if found is None:
-                break
-            line_start = body.rfind("\n", 0, found.start()) + 1
-            line_end = body.find("\n", found.start())
-            line_end = len(body) if line_end < 0 else line_end
-            if search(body, line_start, line_end) is None:
-                position = line_end + 1  # the match ran across a line break: not a line match
-                continue
+        counted_to = line_index = 0
+        for line_start, line_end in self._matching_lines(body):
             line_index += body.count("\n", counted_to, line_start)
             counted_to = line_start
             self.matches += 1
             if self.shown < self.max_matches and self.out_chars < self.max_chars:
                 self._emit_match(body, line_start, line_end, self.lines_before + line_index + 1)
-            position = line_end + 1
+        self.lines_before += body.count("\n") + 1
+        if self.context:
+            self._remember_tail(body)
+
+    def _matching_lines(self, body: str) -> Iterator[tuple[int, int]]:
+        """(start, end) of every line of ``body`` the pattern matches."""
+        search = self.pattern.search
+        if self.per_line or "\r" in body:
+            lines = body.split("\n")
+            hits = [i for i, line in enumerate(lines) if search(line, 0, _text_end(line))]
+            if not hits:
+                return
+            lengths = list(accumulate(map(len, lines)))
+            for index in hits:
+                start = (lengths[index - 1] if index else 0) + index  # + the newlines before
+                yield start, start + len(lines[index])
+            return
+        position = 0
+        while position <= len(body) and (found := search(body, position)) is not None:
+            start = body.rfind("\n", 0, found.start()) + 1
+            end = body.find("\n", found.start())
+            end = len(body) if end < 0 else end
+            yield start, end
+            position = end + 1
+
+    def line_matches(self, body: str, start: int, end: int) -> bool:
+        return self.pattern.search(body, start, _line_end(body, start, end)) is not None
 
     def _emit_match(self, body: str, start: int, end: int, number: int) -> None:
         before: list[tuple[int, str]] = []
         cursor = start
         while len(before) < self.context and number - len(before) - 1 > self.last_emitted:
-            if cursor == 0:
-                wanted = number - len(before) - 1
-                before.extend(item for item in reversed(self.recent) if item[0] == wanted)
-                if not before or before[-1][0] != wanted:
+            wanted = number - len(before) - 1
+            if cursor == 0:  # the line is in the previous block
+                earlier = [item for item in self.recent if item[0] == wanted]
+                if not earlier:
                     break
+                before.append(earlier[0])
                 continue
             previous = body.rfind("\n", 0, cursor - 1) + 1
-            before.append((number - len(before) - 1, body[previous : cursor - 1]))
+            before.append((wanted, body[previous : cursor - 1]))
             cursor = previous
         for line_number, line in reversed(before):
             self._write(line_number, line, "-")
@@ -217,26 +257,33 @@ class _GrepState:
             end = body.find("\n", start)
             end = len(body) if end < 0 else end
             if number > self.last_emitted:
-                if self.search_line(body, start, end):
+                if self.line_matches(body, start, end):
                     self.after_left = 0  # a match: shown ones write their own context
                     return
                 self._write(number, body[start:end], "-")
             self.after_left -= 1
             start, number = end + 1, number + 1
 
-    def search_line(self, body: str, start: int, end: int) -> bool:
-        return self.pattern.search(body, start, end) is not None
-
     def _write(self, number: int, line: str, mark: str) -> None:
         if number <= self.last_emitted:
             return
         if self.out and number > self.last_emitted + 1:
             self.out.append("--")
-        if len(line) > GREP_LINE_CHARS:
-            line = line[:GREP_LINE_CHARS] + f"… [{len(line) - GREP_LINE_CHARS} more chars]"
+        line = _strip_cr(line)
+        if len(line) > LONG_LINE_CHARS:
+            line = self._shorten(line, mark == ":")
         self.out.append(f"{number}{mark}{line}")
         self.out_chars += len(line) + 8
         self.last_emitted = number
+
+    def _shorten(self, line: str, is_match: bool) -> str:
+        """A window of a long line: around its first match, with the column it starts at."""
+        found = self.pattern.search(line) if is_match else None
+        begin = max(0, found.start() - LONG_LINE_CHARS // 4) if found else 0
+        window = line[begin : begin + LONG_LINE_CHARS]
+        prefix = f"[col {begin}] …" if begin else ""
+        suffix = f"… [{len(line)} chars in all]" if begin + LONG_LINE_CHARS < len(line) else ""
+        return prefix + window + suffix
 
     def _remember_tail(self, body: str) -> None:
         end = len(body)
@@ -250,3 +297,78 @@ class _GrepState:
                 break
             end = start - 1
         self.recent.extend(reversed(kept))
+
+
+def _line_end(body: str, start: int, end: int) -> int:
+    """Where a line's text ends: before a CR that precedes its newline."""
+    return end - 1 if end > start and body[end - 1] == "\r" else end
+
+
+def _text_end(line: str) -> int:
+    return len(line) - 1 if line.endswith("\r") else len(line)
+
+
+def can_match_newline(pattern: re.Pattern[str]) -> bool:
+    """Whether any character class of the pattern accepts ``\\n`` (so a search could run
+    across lines). Unknown constructs count as yes: the per-line path is always correct."""
+    try:
+        constants = importlib.import_module("re._constants")
+        parsed = importlib.import_module("re._parser").parse(pattern.pattern, pattern.flags)
+    except (ImportError, AttributeError, re.error):
+        return True
+    dotall = bool(pattern.flags & re.DOTALL)
+    return _accepts_newline(list(parsed), constants, dotall)
+
+
+def _accepts_newline(items: list[Any], c: Any, dotall: bool) -> bool:
+    newline = ord("\n")
+    for op, argument in items:
+        if op is c.LITERAL:
+            if argument == newline:
+                return True
+        elif op is c.NOT_LITERAL:
+            if argument != newline:
+                return True
+        elif op is c.ANY:
+            if dotall:
+                return True
+        elif op is c.IN:
+            if _set_accepts_newline(argument, c):
+                return True
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
+            if _accepts_newline(list(argument[2]), c, dotall):
+                return True
+        elif op is c.SUBPATTERN:
+            if _accepts_newline(list(argument[-1]), c, dotall):
+                return True
+        elif op is c.BRANCH:
+            if any(_accepts_newline(list(branch), c, dotall) for branch in argument[1]):
+                return True
+        elif op in (c.AT, c.GROUPREF):
+            continue
+        else:
+            return True  # lookarounds, conditionals, atomic groups...: assume it can
+    return False
+
+
+def _set_accepts_newline(items: list[tuple[Any, Any]], c: Any) -> bool:
+    newline = ord("\n")
+    negate = False
+    found = False
+    for op, argument in items:
+        if op is c.NEGATE:
+            negate = True
+        elif op is c.LITERAL:
+            found |= argument == newline
+        elif op is c.RANGE:
+            found |= argument[0] <= newline <= argument[1]
+        elif op is c.CATEGORY:
+            found |= argument in (
+                c.CATEGORY_SPACE,
+                c.CATEGORY_NOT_DIGIT,
+                c.CATEGORY_NOT_WORD,
+                c.CATEGORY_LINEBREAK,
+            )
+        else:
+            return True
+    return found != negate

@@ -15,6 +15,7 @@ from typing import Any
 from scratchpad.errors import ObservationError
 
 REFERENCE = re.compile(r"\{\{\s*step(\d+)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+ANY_REFERENCE = re.compile(r"\{\{\s*step.*?\}\}")
 
 Lookup = Callable[[int, str], Any]
 
@@ -31,7 +32,15 @@ def resolve(value: Any, lookup: Lookup) -> Any:
 
 
 def _resolve_text(text: str, lookup: Lookup) -> Any:
-    whole = REFERENCE.fullmatch(text.strip())
+    if "{{" not in text:
+        return text
+    for candidate in ANY_REFERENCE.finditer(text):
+        if REFERENCE.fullmatch(candidate.group(0)) is None:
+            raise ObservationError(
+                f"malformed reference {candidate.group(0)!r}: write {{{{stepN.field}}}}, "
+                "e.g. {{step1.content}}"
+            )
+    whole = REFERENCE.fullmatch(text)
     if whole is not None:
         return lookup(int(whole.group(1)), whole.group(2))
 
@@ -46,4 +55,4 @@ def _resolve_text(text: str, lookup: Lookup) -> Any:
             )
         return json.dumps(found, ensure_ascii=False)
 
-    return REFERENCE.sub(replace, text) if "{{" in text else text
+    return REFERENCE.sub(replace, text)

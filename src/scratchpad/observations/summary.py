@@ -6,7 +6,10 @@ import hashlib
 import json
 from typing import Any
 
+from scratchpad.errors import InvalidInputError
+
 SUMMARY_EDGE_CHARS = 500
+SMALL_FIELD_CHARS = 200  # fields kept as metadata when the whole observation is stored
 OFFLOAD_NOTE = "Large observation saved. Read it in full or in part with read_observation."
 
 
@@ -35,22 +38,29 @@ def serialized_size(observation: dict[str, Any]) -> int:
             return ""
         return repr(value)  # anything else JSON cannot take is counted by its repr
 
-    return len(json.dumps(observation, default=bytes_as_empty)) + binary
+    try:
+        return len(json.dumps(observation, default=bytes_as_empty)) + binary
+    except (TypeError, ValueError) as exc:  # non-string keys, circular references
+        raise InvalidInputError(f"the observation cannot be serialized as JSON: {exc}") from exc
 
 
-def split_observation(observation: dict[str, Any]) -> tuple[str | bytes, dict[str, Any]]:
+def split_observation(
+    observation: dict[str, Any], threshold: int
+) -> tuple[str | bytes, dict[str, Any]]:
     """The large part to store, and the small fields to keep as metadata.
 
-    The large part is ``content`` when it is text or bytes; otherwise the whole observation
-    serialized as JSON.
+    The large part is ``content`` when it is text or bytes and the other fields are small;
+    otherwise the whole observation serialized as JSON (keeping its small fields as metadata).
     """
     content = observation.get("content")
-    small = {k: v for k, v in observation.items() if k not in ("content", "ok")}
-    if isinstance(content, (bytes, bytearray, memoryview)):
-        return bytes(content), _jsonable(small)
-    if isinstance(content, str):
-        return content, _jsonable(small)
-    return json.dumps(observation, default=repr, ensure_ascii=False, indent=1), {}
+    rest = _jsonable({k: v for k, v in observation.items() if k not in ("content", "ok")})
+    if isinstance(content, (str, bytes, bytearray, memoryview)) and (
+        len(json.dumps(rest)) <= threshold
+    ):
+        return (content if isinstance(content, str) else bytes(content)), rest
+    small = {k: v for k, v in rest.items() if len(json.dumps(v)) <= SMALL_FIELD_CHARS}
+    whole = json.dumps(observation, default=_json_default, ensure_ascii=False, indent=1)
+    return whole, small
 
 
 def synthetic_observation(
@@ -75,4 +85,10 @@ def synthetic_observation(
 
 def _jsonable(fields: dict[str, Any]) -> dict[str, Any]:
     """Metadata must survive JSON: anything else is kept as its repr."""
-    return dict(json.loads(json.dumps(fields, default=repr)))
+    return dict(json.loads(json.dumps(fields, default=_json_default)))
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<{len(bytes(value))} bytes>"
+    return repr(value)
