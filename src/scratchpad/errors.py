@@ -8,6 +8,13 @@ always as a subclass of ScratchpadError whose message says what to do::
     ├── InvalidInputError        a caller passed a bad argument (name, code, package spec, ...)
     │   └── InvalidPadNameError  a pad name does not match the allowed pattern
     ├── PadNotFoundError         no pad with that name exists
+    ├── LLMError                 a language-model call failed
+    │   ├── LLMAuthError             the API key is missing or was refused
+    │   ├── LLMRateLimitError        the provider is rate-limiting (retried within a budget)
+    │   ├── LLMTransientError        a temporary failure outlasted the retries
+    │   ├── LLMContextOverflowError  the request does not fit the model's context window
+    │   ├── LLMModelUnavailableError the model is unknown or not served
+    │   └── StructuredOutputError    the model did not return a valid object
     ├── ObservationError         the observation store could not do what was asked
     │   └── ObservationNotFoundError  unknown id, expired, or another turn's observation
     └── PadError                 a pad's machinery failed
@@ -41,6 +48,34 @@ class PadNotFoundError(ScratchpadError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return str(self.args[0]) if self.args else "pad not found"
+
+
+class LLMError(ScratchpadError):
+    """A language-model call failed."""
+
+
+class LLMAuthError(LLMError):
+    """The API key is missing or was refused."""
+
+
+class LLMRateLimitError(LLMError):
+    """The provider is rate-limiting; the call may succeed later."""
+
+
+class LLMTransientError(LLMError):
+    """A temporary failure (network, 5xx, overloaded) outlasted the retries."""
+
+
+class LLMContextOverflowError(LLMError):
+    """The request does not fit the model's context window."""
+
+
+class LLMModelUnavailableError(LLMError):
+    """The model is unknown or not served by this provider."""
+
+
+class StructuredOutputError(LLMError):
+    """The model did not return a valid object for a structured-output request."""
 
 
 class ObservationError(ScratchpadError):
