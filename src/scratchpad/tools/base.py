@@ -1,0 +1,76 @@
+"""Tool definitions and what a tool call gives back.
+
+A handler is ``async (context, input) -> str | list[block] | ToolOutcome``, or an async
+generator that yields progress strings and then its result as the last item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from scratchpad.llm.messages import ImageBlock, TextBlock, ToolSpec
+
+ResultContent = str | list[TextBlock | ImageBlock]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """A tool's answer: content for the model, whether it worked, and why not."""
+
+    content: ResultContent
+    ok: bool = True
+    reason: str | None = None
+
+    def blocks(self) -> tuple[TextBlock | ImageBlock, ...]:
+        if isinstance(self.content, str):
+            return (TextBlock(self.content),)
+        return tuple(self.content)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.text for b in self.blocks() if isinstance(b, TextBlock))
+
+
+class ToolContext(Protocol):
+    """What a handler may use from the session running it."""
+
+    def progress(self, message: str) -> None:
+        """Report progress of a long call (shown live, never sent to the model)."""
+
+
+HandlerResult = ResultContent | ToolOutcome
+Handler = Callable[[Any, dict[str, Any]], Awaitable[HandlerResult] | AsyncIterator[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    """A tool. ``description`` and ``input_schema`` are what the model sees; ``prompt`` is a
+    fragment added to the system prompt while the tool is registered."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Handler
+    prompt: str | None = None
+    offered: Callable[[Any], bool] | None = None  # shown to the model only when true
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.input_schema)
+
+
+def as_outcome(result: object) -> ToolOutcome:
+    """Normalise what a handler returned; anything else is a programming error, reported."""
+    if isinstance(result, ToolOutcome):
+        return result
+    if isinstance(result, str):
+        return ToolOutcome(result)
+    if isinstance(result, list) and all(isinstance(b, (TextBlock, ImageBlock)) for b in result):
+        return ToolOutcome(list(result))
+    return ToolOutcome(
+        f"the tool returned {type(result).__name__}, not text or content blocks",
+        ok=False,
+        reason="bad_result",
+    )

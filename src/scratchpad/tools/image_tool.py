@@ -1,0 +1,81 @@
+"""The ``read_image`` tool: a PNG or JPEG (a file, or a pad's image output) for vision models."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+from scratchpad.errors import InvalidInputError
+from scratchpad.llm.messages import ImageBlock, TextBlock
+from scratchpad.tools.base import ToolDef
+from scratchpad.tools.context import ToolSessionContext
+
+NAME = "read_image"
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+SIGNATURES = {b"\x89PNG\r\n\x1a\n": "image/png", b"\xff\xd8\xff": "image/jpeg"}
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "A PNG or JPEG file."},
+        "pad": {"type": "string", "description": "Or: a pad whose cell made an image."},
+        "cell": {"type": "integer", "description": "Cell index in the pad (default -1, last)."},
+        "output": {"type": "integer", "description": "Which image of that cell (default 0)."},
+    },
+}
+DESCRIPTION = (
+    "Look at an image: a PNG/JPEG file by `path`, or an image a pad's cell produced (`pad`, "
+    "optional `cell` index, default the last cell)."
+)
+
+
+def read_image_tool() -> ToolDef:
+    return ToolDef(NAME, DESCRIPTION, INPUT_SCHEMA, handle_read_image)
+
+
+async def handle_read_image(
+    context: ToolSessionContext, tool_input: dict[str, Any]
+) -> list[TextBlock | ImageBlock]:
+    if tool_input.get("path"):
+        return _from_file(Path(str(tool_input["path"])).expanduser())
+    if tool_input.get("pad"):
+        return _from_pad(context, str(tool_input["pad"]), tool_input)
+    raise InvalidInputError("give `path` (a PNG/JPEG file) or `pad` (a pad with an image output)")
+
+
+def _from_file(path: Path) -> list[TextBlock | ImageBlock]:
+    if not path.is_file():
+        raise InvalidInputError(f"{path} is not a file")
+    size = path.stat().st_size
+    if size > MAX_IMAGE_BYTES:
+        raise InvalidInputError(f"{path} has {size} bytes; images up to {MAX_IMAGE_BYTES} only")
+    data = path.read_bytes()
+    media_type = next((m for sig, m in SIGNATURES.items() if data.startswith(sig)), None)
+    if media_type is None:
+        raise InvalidInputError(f"{path} is not a PNG or JPEG image")
+    encoded = base64.b64encode(data).decode("ascii")
+    return [TextBlock(f"{path} ({media_type}, {size} bytes)"), ImageBlock(media_type, encoded)]
+
+
+def _from_pad(
+    context: ToolSessionContext, name: str, tool_input: dict[str, Any]
+) -> list[TextBlock | ImageBlock]:
+    pad = context.manager.peek(name)
+    index = tool_input.get("cell", -1)
+    try:
+        cell = pad.cells[index]
+    except (IndexError, TypeError):
+        raise InvalidInputError(
+            f"pad {name!r} has {len(pad.cells)} cells; no cell {index}"
+        ) from None
+    images = [
+        (mime, bundle[mime])
+        for bundle in cell.outputs
+        for mime in ("image/png", "image/jpeg")
+        if isinstance(bundle.get(mime), str)
+    ]
+    which = tool_input.get("output", 0)
+    if not images or not 0 <= which < len(images):
+        raise InvalidInputError(f"cell {index} of pad {name!r} has {len(images)} image outputs")
+    mime, data = images[which]
+    return [TextBlock(f"image {which} of cell {index} in pad {name!r}"), ImageBlock(mime, data)]
