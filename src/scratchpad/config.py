@@ -60,6 +60,10 @@ class Settings(BaseSettings):
         100_000, ge=1, description="Largest answer of read(mode='full')."
     )
 
+    # The agent session loop.
+    max_tool_rounds: int = Field(25, ge=1, description="Tool rounds per turn before wrap-up.")
+    max_output_tokens: int = Field(4096, ge=1, description="max_tokens of each model call.")
+
     @property
     def observations_path(self) -> Path:
         return self.observations_db or self.home / "observations.db"

@@ -1,0 +1,56 @@
+"""What a session keeps on disk: its history (atomic JSON) and its episodic log (JSONL)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scratchpad.errors import ConfigError
+from scratchpad.fsutil import atomic_write_text
+from scratchpad.llm.messages import Message
+
+Scrub = Callable[[str], str]
+INPUT_CHARS = 500
+RESULT_CHARS = 2000
+
+
+class SessionFiles:
+    """``<dir>/<session_id>.json`` (history) and ``<dir>/<session_id>.jsonl`` (episodes)."""
+
+    def __init__(self, directory: Path, session_id: str, scrub: Scrub) -> None:
+        self.history_path = directory / f"{session_id}.json"
+        self.log_path = directory / f"{session_id}.jsonl"
+        self.scrub = scrub
+
+    def load_history(self) -> list[Message]:
+        try:
+            data = json.loads(self.history_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"cannot restore session history from {self.history_path}: {exc}; "
+                "move the file away to start this session afresh"
+            ) from exc
+        try:
+            return [Message.from_dict(item) for item in data.get("history", [])]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{self.history_path} is not a session history: {exc}") from exc
+
+    def save_history(self, history: list[Message]) -> None:
+        payload = {"saved_at": time.time(), "history": [m.to_dict() for m in history]}
+        atomic_write_text(self.history_path, json.dumps(payload, ensure_ascii=False))
+
+    def log(self, kind: str, **fields: Any) -> None:
+        """One episodic line; long inputs and results are cut, everything is scrubbed."""
+        record = {"time": time.time(), "kind": kind}
+        for key, value in fields.items():
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            limit = RESULT_CHARS if key == "result" else INPUT_CHARS
+            record[key] = self.scrub(text[:limit] + ("…" if len(text) > limit else ""))
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
