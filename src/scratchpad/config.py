@@ -60,6 +60,11 @@ class Settings(BaseSettings):
         100_000, ge=1, description="Largest answer of read(mode='full')."
     )
 
+    # Language models.
+    model: str = Field("anthropic:claude-sonnet-4-5", description="The model, as 'provider:model'.")
+    llm_retry_budget_s: float = Field(60.0, ge=0, description="Time spent retrying a call.")
+    llm_timeout_s: float = Field(600.0, gt=0, description="Timeout of one model request.")
+
     # The agent session loop.
     max_tool_rounds: int = Field(25, ge=1, description="Tool rounds per turn before wrap-up.")
     max_output_tokens: int = Field(4096, ge=1, description="max_tokens of each model call.")

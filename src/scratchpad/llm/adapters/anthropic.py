@@ -1,0 +1,289 @@
+"""Anthropic Messages API adapter (official ``anthropic`` SDK, imported on first use)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from scratchpad.errors import (
+    ConfigError,
+    LLMAuthError,
+    LLMContextOverflowError,
+    LLMError,
+    LLMModelUnavailableError,
+    LLMRateLimitError,
+    LLMTransientError,
+)
+from scratchpad.llm.messages import (
+    Block,
+    Complete,
+    ImageBlock,
+    Message,
+    Response,
+    StopReason,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    ToolUseBlock,
+    ToolUseDelta,
+    ToolUseEnd,
+    ToolUseStart,
+    Usage,
+)
+from scratchpad.llm.provider import Provider, ToolChoice, with_retries
+from scratchpad.llm.toolargs import parse_arguments
+
+STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+}
+
+
+class AnthropicProvider(Provider):
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout_s: float = 600.0,
+        retry_budget_s: float = 60.0,
+    ) -> None:
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise ConfigError(
+                "the anthropic SDK is not installed: pip install 'scratchpad[anthropic]'"
+            ) from exc
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise LLMAuthError("no Anthropic API key: set ANTHROPIC_API_KEY")
+        self.model = model
+        self.retry_budget_s = retry_budget_s
+        self._sdk = anthropic
+        self._client = anthropic.AsyncAnthropic(
+            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+
+    def _params(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice | None,
+        max_tokens: int,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "messages": [
+                {"role": m.role, "content": [_wire_block(b) for b in m.content]} for m in messages
+            ],
+        }
+        if system:
+            params["system"] = system
+        if tools:
+            params["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in tools
+            ]
+            if tool_choice:
+                params["tool_choice"] = tool_choice
+        return params
+
+    async def complete(
+        self,
+        *,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: ToolChoice | None = None,
+        max_tokens: int = 4096,
+    ) -> Response:
+        params = self._params(system, messages, tools, tool_choice, max_tokens)
+
+        async def call() -> Response:
+            try:
+                reply = await self._client.messages.create(**params)
+            except self._sdk.APIError as exc:
+                raise self._mapped(exc) from exc
+            return _response(reply)
+
+        return await with_retries(call, budget_s=self.retry_budget_s)
+
+    async def stream(
+        self,
+        *,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: ToolChoice | None = None,
+        max_tokens: int = 4096,
+    ) -> AsyncIterator[StreamEvent]:
+        params = self._params(system, messages, tools, tool_choice, max_tokens)
+
+        async def open_stream() -> Any:
+            try:
+                return await self._client.messages.create(**params, stream=True)
+            except self._sdk.APIError as exc:
+                raise self._mapped(exc) from exc
+
+        events = await with_retries(open_stream, budget_s=self.retry_budget_s)
+        builder = _StreamBuilder()
+        try:
+            async for event in events:
+                for item in builder.feed(event):
+                    yield item
+        except self._sdk.APIError as exc:
+            raise self._mapped(exc) from exc
+        yield Complete(builder.response())
+
+    def _mapped(self, exc: Exception) -> LLMError:
+        sdk = self._sdk
+        message = f"Anthropic: {getattr(exc, 'message', exc)}"
+        if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
+            return LLMAuthError(f"{message}; check ANTHROPIC_API_KEY")
+        if isinstance(exc, sdk.RateLimitError):
+            error = LLMRateLimitError(message)
+            error.retry_after = _retry_after(exc)  # type: ignore[attr-defined]
+            return error
+        if isinstance(exc, sdk.NotFoundError):
+            return LLMModelUnavailableError(f"{message}; is {self.model!r} a model you can use?")
+        if isinstance(exc, sdk.BadRequestError):
+            text = str(exc).lower()
+            if "too long" in text or "context" in text or "too many tokens" in text:
+                return LLMContextOverflowError(message)
+            return LLMError(message)
+        if isinstance(exc, (sdk.APIConnectionError, sdk.InternalServerError)) or (
+            isinstance(exc, sdk.APIStatusError) and exc.status_code >= 500
+        ):
+            return LLMTransientError(message)
+        return LLMError(message)
+
+
+def _retry_after(exc: Any) -> float | None:
+    try:
+        return float(exc.response.headers.get("retry-after"))
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def _wire_block(block: Block) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageBlock):
+        source = {"type": "base64", "media_type": block.media_type, "data": block.data}
+        return {"type": "image", "source": source}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    return {
+        "type": "tool_result",
+        "tool_use_id": block.tool_use_id,
+        "content": [_wire_block(part) for part in block.content],
+        "is_error": block.is_error,
+    }
+
+
+def _response(reply: Any) -> Response:
+    blocks: list[Block] = []
+    calls: list[ToolCall] = []
+    for item in reply.content:
+        if item.type == "text":
+            blocks.append(TextBlock(item.text))
+        elif item.type == "tool_use":
+            tool_input = item.input if isinstance(item.input, dict) else {}
+            blocks.append(ToolUseBlock(item.id, item.name, tool_input))
+            calls.append(ToolCall(item.name, tool_input, item.id))
+    return Response(tuple(blocks), tuple(calls), _usage(reply.usage), _stop(reply.stop_reason))
+
+
+def _usage(usage: Any) -> Usage:
+    return Usage(
+        getattr(usage, "input_tokens", 0) or 0,
+        getattr(usage, "output_tokens", 0) or 0,
+        getattr(usage, "cache_read_input_tokens", 0) or 0,
+        getattr(usage, "cache_creation_input_tokens", 0) or 0,
+    )
+
+
+def _stop(reason: str | None) -> StopReason:
+    return STOP_REASONS.get(reason or "", "other")
+
+
+class _StreamBuilder:
+    """Assembles a Response from Messages API stream events, emitting neutral events."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.usage = Usage()
+        self.stop: StopReason = "end_turn"
+
+    def feed(self, event: Any) -> list[StreamEvent]:
+        kind = event.type
+        if kind == "message_start":
+            self.usage = _usage(event.message.usage)
+        elif kind == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                self.blocks[event.index] = {
+                    "type": "tool_use",
+                    "id": block.id,
+                    "name": block.name,
+                    "json": "",
+                }
+                return [ToolUseStart(block.id, block.name)]
+            self.blocks[event.index] = {"type": "text", "text": getattr(block, "text", "")}
+        elif kind == "content_block_delta":
+            return self._delta(event.index, event.delta)
+        elif kind == "content_block_stop":
+            block = self.blocks.get(event.index)
+            if block and block["type"] == "tool_use":
+                return [ToolUseEnd(self._call(block))]
+        elif kind == "message_delta":
+            self.stop = _stop(event.delta.stop_reason)
+            output = getattr(event.usage, "output_tokens", 0) or 0
+            self.usage = Usage(
+                self.usage.input_tokens,
+                output,
+                self.usage.cache_read_tokens,
+                self.usage.cache_write_tokens,
+            )
+        return []
+
+    def _delta(self, index: int, delta: Any) -> list[StreamEvent]:
+        block = self.blocks.setdefault(index, {"type": "text", "text": ""})
+        if delta.type == "text_delta":
+            block["text"] += delta.text
+            return [TextDelta(delta.text)]
+        if delta.type == "input_json_delta":
+            block["json"] += delta.partial_json
+            return [ToolUseDelta(block["id"], delta.partial_json)]
+        return []
+
+    @staticmethod
+    def _call(block: dict[str, Any]) -> ToolCall:
+        parsed = parse_arguments(block["json"])
+        return ToolCall(
+            block["name"], parsed.input, block["id"], parsed.parse_error, parsed.repaired
+        )
+
+    def response(self) -> Response:
+        blocks: list[Block] = []
+        calls: list[ToolCall] = []
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            if block["type"] == "text":
+                if block["text"]:
+                    blocks.append(TextBlock(block["text"]))
+            else:
+                call = self._call(block)
+                calls.append(call)
+                blocks.append(ToolUseBlock(call.id, call.name, call.input))
+        return Response(tuple(blocks), tuple(calls), self.usage, self.stop)

@@ -1,0 +1,323 @@
+"""OpenAI Chat Completions adapter (official ``openai`` SDK, imported on first use).
+
+The same class serves any OpenAI-compatible server (vLLM, Ollama, llama.cpp) through
+``base_url``; such servers often need no real key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from scratchpad.errors import (
+    ConfigError,
+    LLMAuthError,
+    LLMContextOverflowError,
+    LLMError,
+    LLMModelUnavailableError,
+    LLMRateLimitError,
+    LLMTransientError,
+)
+from scratchpad.llm.messages import (
+    Block,
+    Complete,
+    ImageBlock,
+    Message,
+    Response,
+    StopReason,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    ToolUseDelta,
+    ToolUseEnd,
+    ToolUseStart,
+    Usage,
+)
+from scratchpad.llm.provider import Provider, ToolChoice, with_retries
+from scratchpad.llm.toolargs import parse_arguments
+
+FINISH_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+}
+
+
+class OpenAIProvider(Provider):
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        compatible: bool = False,
+        timeout_s: float = 600.0,
+        retry_budget_s: float = 60.0,
+    ) -> None:
+        try:
+            import openai
+        except ImportError as exc:
+            raise ConfigError(
+                "the openai SDK is not installed: pip install 'scratchpad[openai]'"
+            ) from exc
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if compatible and not base_url:
+            raise ConfigError("an OpenAI-compatible model needs a server: set OPENAI_BASE_URL")
+        if not key:
+            if not compatible:
+                raise LLMAuthError("no OpenAI API key: set OPENAI_API_KEY")
+            key = "not-needed"  # local servers usually accept any key
+        self.name = "openai-compatible" if compatible else "openai"
+        self.model = model
+        self.compatible = compatible
+        self.retry_budget_s = retry_budget_s
+        self._sdk = openai
+        self._client = openai.AsyncOpenAI(
+            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+
+    def _params(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice | None,
+        max_tokens: int,
+    ) -> dict[str, Any]:
+        wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        for message in messages:
+            wire.extend(_wire_messages(message))
+        params: dict[str, Any] = {"model": self.model, "messages": wire}
+        params["max_tokens" if self.compatible else "max_completion_tokens"] = max_tokens
+        if tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    },
+                }
+                for t in tools
+            ]
+            if tool_choice:
+                params["tool_choice"] = _wire_tool_choice(tool_choice)
+        return params
+
+    async def complete(
+        self,
+        *,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: ToolChoice | None = None,
+        max_tokens: int = 4096,
+    ) -> Response:
+        params = self._params(system, messages, tools, tool_choice, max_tokens)
+
+        async def call() -> Response:
+            try:
+                reply = await self._client.chat.completions.create(**params)
+            except self._sdk.APIError as exc:
+                raise self._mapped(exc) from exc
+            return _response(reply)
+
+        return await with_retries(call, budget_s=self.retry_budget_s)
+
+    async def stream(
+        self,
+        *,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: ToolChoice | None = None,
+        max_tokens: int = 4096,
+    ) -> AsyncIterator[StreamEvent]:
+        params = self._params(system, messages, tools, tool_choice, max_tokens)
+        params["stream_options"] = {"include_usage": True}
+
+        async def open_stream() -> Any:
+            try:
+                return await self._client.chat.completions.create(**params, stream=True)
+            except self._sdk.APIError as exc:
+                raise self._mapped(exc) from exc
+
+        chunks = await with_retries(open_stream, budget_s=self.retry_budget_s)
+        builder = _StreamBuilder()
+        try:
+            async for chunk in chunks:
+                for item in builder.feed(chunk):
+                    yield item
+        except self._sdk.APIError as exc:
+            raise self._mapped(exc) from exc
+        for item in builder.finish():
+            yield item
+        yield Complete(builder.response())
+
+    def _mapped(self, exc: Exception) -> LLMError:
+        sdk = self._sdk
+        message = f"{self.name}: {getattr(exc, 'message', exc)}"
+        if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
+            return LLMAuthError(f"{message}; check OPENAI_API_KEY")
+        if isinstance(exc, sdk.RateLimitError):
+            return LLMRateLimitError(message)
+        if isinstance(exc, sdk.NotFoundError):
+            return LLMModelUnavailableError(f"{message}; is {self.model!r} served there?")
+        if isinstance(exc, sdk.BadRequestError):
+            text = str(exc).lower()
+            if "context_length" in text or "context length" in text or "too long" in text:
+                return LLMContextOverflowError(message)
+            return LLMError(message)
+        if isinstance(exc, (sdk.APIConnectionError, sdk.InternalServerError)) or (
+            isinstance(exc, sdk.APIStatusError) and exc.status_code >= 500
+        ):
+            return LLMTransientError(message)
+        return LLMError(message)
+
+
+def _wire_tool_choice(choice: ToolChoice) -> Any:
+    kind = choice.get("type")
+    if kind == "tool":
+        return {"type": "function", "function": {"name": choice["name"]}}
+    return {"any": "required", "none": "none"}.get(str(kind), "auto")
+
+
+def _wire_messages(message: Message) -> list[dict[str, Any]]:
+    """One neutral message as Chat Completions messages (tool results become role 'tool')."""
+    if message.role == "assistant":
+        calls = [b for b in message.content if isinstance(b, ToolUseBlock)]
+        wire: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+        if calls:
+            wire["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(c.input)},
+                }
+                for c in calls
+            ]
+        return [wire]
+    out: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            text = "\n".join(p.text for p in block.content if isinstance(p, TextBlock))
+            prefix = "[error] " if block.is_error else ""
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": block.tool_use_id,
+                    "content": prefix + (text or "(no text)"),
+                }
+            )
+            images.extend(_image_part(p) for p in block.content if isinstance(p, ImageBlock))
+        elif isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append(_image_part(block))
+    parts = images + parts  # tool messages hold text only: their images follow as user content
+    if parts:
+        out.append({"role": "user", "content": parts})
+    return out
+
+
+def _image_part(block: ImageBlock) -> dict[str, Any]:
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"data:{block.media_type};base64,{block.data}"},
+    }
+
+
+def _response(reply: Any) -> Response:
+    if not reply.choices:
+        raise LLMError("the server answered without any choice")
+    choice = reply.choices[0]
+    blocks: list[Block] = []
+    if choice.message.content:
+        blocks.append(TextBlock(choice.message.content))
+    calls = [
+        _call(c.function.name, c.function.arguments, c.id)
+        for c in (choice.message.tool_calls or [])
+    ]
+    blocks.extend(ToolUseBlock(c.id, c.name, c.input) for c in calls)
+    stop = FINISH_REASONS.get(choice.finish_reason or "", "other")
+    return Response(tuple(blocks), tuple(calls), _usage(reply.usage), stop)
+
+
+def _call(name: str, arguments: str | None, call_id: str) -> ToolCall:
+    parsed = parse_arguments(arguments)
+    return ToolCall(name, parsed.input, call_id, parsed.parse_error, parsed.repaired)
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", 0) if details is not None else 0
+    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, cached or 0, 0)
+
+
+class _StreamBuilder:
+    """Assembles a Response from Chat Completions chunks, emitting neutral events."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage = Usage()
+        self.stop: StopReason = "end_turn"
+
+    def feed(self, chunk: Any) -> list[StreamEvent]:
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = _usage(chunk.usage)
+        events: list[StreamEvent] = []
+        for choice in chunk.choices or []:
+            delta = choice.delta
+            if delta.content:
+                self.text.append(delta.content)
+                events.append(TextDelta(delta.content))
+            for part in delta.tool_calls or []:
+                events.extend(self._tool_delta(part))
+            if choice.finish_reason:
+                self.stop = FINISH_REASONS.get(choice.finish_reason, "other")
+        return events
+
+    def _tool_delta(self, part: Any) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        call = self.calls.get(part.index)
+        if call is None:
+            call = {"id": part.id or f"call_{part.index}", "name": "", "arguments": ""}
+            self.calls[part.index] = call
+        function = part.function
+        if function is not None and function.name:
+            call["name"] += function.name
+        if not call.get("started") and call["name"]:
+            call["started"] = "yes"
+            events.append(ToolUseStart(call["id"], call["name"]))
+        if function is not None and function.arguments:
+            call["arguments"] += function.arguments
+            events.append(ToolUseDelta(call["id"], function.arguments))
+        return events
+
+    def finish(self) -> list[StreamEvent]:
+        return [ToolUseEnd(call) for call in self._calls()]
+
+    def _calls(self) -> list[ToolCall]:
+        return [_call(c["name"], c["arguments"], c["id"]) for _, c in sorted(self.calls.items())]
+
+    def response(self) -> Response:
+        calls = self._calls()
+        blocks: list[Block] = [TextBlock("".join(self.text))] if self.text else []
+        blocks.extend(ToolUseBlock(c.id, c.name, c.input) for c in calls)
+        return Response(tuple(blocks), tuple(calls), self.usage, self.stop)
