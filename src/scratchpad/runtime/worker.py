@@ -42,7 +42,9 @@ import types  # noqa: E402
 PRIVATE_MODULES = {
     "_scratchpad_helpers": "helpers.py",
     "_scratchpad_mpl_backend": "mpl_backend.py",
+    "_scratchpad_llm_bridge": "llm_bridge.py",
 }
+BRIDGE_FUNCTIONS = ("get_llm", "agentic_loop", "web_search")
 CO_COROUTINE = 0x80
 RESULT_CAP = 100_000
 
@@ -58,6 +60,18 @@ class _PrivateFinder:
         from importlib.util import spec_from_file_location
 
         return spec_from_file_location(name, os.path.join(_HERE, filename))
+
+
+def _lazy_bridge(name: str) -> Any:
+    """A stand-in that loads the LLM bridge (and the LLM SDKs) only when first called."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        import _scratchpad_llm_bridge
+
+        return getattr(_scratchpad_llm_bridge, name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 def _closed_stdin_input(prompt: object = "") -> str:
@@ -89,6 +103,8 @@ class Kernel:
             progress=self.progress,
             sample=self.sample,
         )
+        for name in BRIDGE_FUNCTIONS:
+            self.namespace[name] = _lazy_bridge(name)
 
     # -- helpers exposed to cells ---------------------------------------------------------
     def send(self, message: dict[str, object]) -> None:

@@ -1,0 +1,100 @@
+"""The LLM bridge inside a pad, talking to a stub OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from scratchpad.runtime.base import ScratchpadRuntime
+from tests.llm.stub_server import Reply, StubServer, stub_server
+
+
+def completion(message: dict[str, object], finish: str = "stop") -> Reply:
+    return Reply(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    )
+
+
+def tool_call(name: str, arguments: dict[str, object]) -> Reply:
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+    return completion({"content": None, "tool_calls": [call]}, "tool_calls")
+
+
+@pytest.fixture
+def stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[StubServer]:
+    with stub_server() as server:
+        monkeypatch.setenv("SCRATCHPAD_MODEL", "openai-compatible:stub-model")
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        yield server
+
+
+async def test_complete_and_fan_out(stub: StubServer, pad: ScratchpadRuntime) -> None:
+    stub.queue(*(completion({"content": f"answer {i}"}) for i in range(3)))
+    cell = await pad.execute(
+        "llm = get_llm()\n"
+        "first = llm.complete(system='be brief', messages=[{'role': 'user', 'content': 'hi'}])\n"
+        "import asyncio\n"
+        "more = await asyncio.gather(*(llm.complete_async(messages=[{'role': 'user', "
+        "'content': str(i)}]) for i in range(2)))\n"
+        "[first, *sorted(more)]"
+    )
+    assert cell.status == "ok", cell.error
+    assert cell.result == "['answer 0', 'answer 1', 'answer 2']"
+    body = stub.requests[0]["body"]
+    assert body["model"] == "stub-model"
+    assert body["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+    ]
+
+
+async def test_generate_object_and_agentic_loop(stub: StubServer, pad: ScratchpadRuntime) -> None:
+    stub.queue(
+        tool_call("submit_city", {"name": "Oslo", "population": 700000}),
+        tool_call("lookup", {"key": "x"}),
+        completion({"content": "x is 42"}),
+    )
+    cell = await pad.execute(
+        "from pydantic import BaseModel\n"
+        "class City(BaseModel):\n"
+        "    name: str\n"
+        "    population: int\n"
+        "city = get_llm().generate_object(City, messages=[{'role': 'user', 'content': 'Oslo'}])\n"
+        "answer = agentic_loop(system='s', user_message='what is x?', handle_tool=lambda n, i: "
+        "'42', tools=[{'name': 'lookup', 'description': 'look up', 'input_schema': "
+        "{'type': 'object', 'properties': {'key': {'type': 'string'}}}}])\n"
+        "(city.population, answer)"
+    )
+    assert cell.status == "ok", cell.error
+    assert cell.result == "(700000, 'x is 42')"
+    loop_second_request = stub.requests[2]["body"]["messages"]
+    assert loop_second_request[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "42"}
+
+
+async def test_the_bridge_is_not_loaded_until_used(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute(
+        "import sys\n"
+        "(callable(get_llm), '_scratchpad_llm_bridge' in sys.modules, 'openai' in sys.modules)"
+    )
+    assert cell.result == "(True, False, False)"
+
+
+async def test_without_a_model_the_error_says_what_to_set(pad: ScratchpadRuntime) -> None:
+    cell = await pad.execute("get_llm('openai-compatible:x')")
+    assert cell.status == "error"
+    assert "OPENAI_BASE_URL" in (cell.error or "")
