@@ -184,7 +184,10 @@ class Session:
             outcome = self._track_failures(call.name, await self._run_call(call, context))
             blocks = _scrubbed(outcome, self.scrub)
             shown = self.scrub(outcome.text)
-            emit("tool_result", id=call.id, name=call.name, ok=outcome.ok, text=shown)
+            images = [b for b in blocks if isinstance(b, ImageBlock)]
+            emit(
+                "tool_result", id=call.id, name=call.name, ok=outcome.ok, text=shown, images=images
+            )
             self.files.log("tool_result", name=call.name, ok=str(outcome.ok), result=shown)
             results.append(ToolResultBlock(call.id, blocks, is_error=not outcome.ok))
         return Message("user", tuple(results))

@@ -1,4 +1,4 @@
-"""The command line: ``scratchpad exec|view|dump|ls|rm|install|reset|demo|obs``."""
+"""The command line: ``scratchpad exec|view|dump|ls|rm|install|reset|demo|obs|chat``."""
 
 from __future__ import annotations
 

@@ -173,6 +173,19 @@ def install(
 
 
 @app.command()
+def chat(
+    model: Annotated[
+        str | None, typer.Option(help="provider:model (else SCRATCHPAD_MODEL).")
+    ] = None,
+    pad: Annotated[str, typer.Option(help="The pad the model works in.")] = "main",
+) -> None:
+    """Chat with a model that runs code in a pad (Ctrl-C stops a running cell)."""
+    from scratchpad.cli.chat import run_chat
+
+    run(lambda manager: run_chat(manager, model, pad))
+
+
+@app.command()
 def demo() -> None:
     """A short tour: a pad keeps state, reports an error, draws a plot."""
     from scratchpad.cli.demo import run_demo

@@ -1,0 +1,100 @@
+"""``scratchpad chat``: talk to a model that works in a pad, from a terminal."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import signal
+import sys
+from pathlib import Path
+
+from rich.markup import escape
+
+from scratchpad.agent import Session, SessionEvent
+from scratchpad.cli.output import console, err_console
+from scratchpad.llm.adapters import create_provider
+from scratchpad.observations import ObservationStore
+from scratchpad.runtime.manager import ScratchpadManager
+
+SYSTEM = (
+    "You are a capable assistant with a persistent Python pad named {pad!r}: use the "
+    "scratchpad tool (action exec, name {pad!r}) to compute, inspect files and data, and "
+    "make plots. Variables persist between calls. Answer plainly when you are done."
+)
+EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
+
+
+async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> None:
+    provider = create_provider(model, settings=manager.settings)
+    store = ObservationStore(settings=manager.settings)
+    session = Session(
+        provider=provider, manager=manager, store=store, system=SYSTEM.format(pad=pad)
+    )
+    images = manager.settings.home / "chat-images" / session.session_id
+    console.print(
+        f"[dim]{provider.name}:{provider.model} · pad {pad!r} · /exit to leave · "
+        "Ctrl-C stops a running cell[/dim]"
+    )
+    try:
+        while (text := await asyncio.to_thread(_read_line)) is not None:
+            if text.strip() in EXIT_WORDS:
+                break
+            if text.strip():
+                await _turn(session, manager, text, images)
+    finally:
+        store.close()
+
+
+async def _turn(session: Session, manager: ScratchpadManager, text: str, images: Path) -> None:
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(
+            signal.SIGINT, lambda: loop.create_task(manager.cancel_all_running())
+        )
+    try:
+        async for event in session.turn_stream(text):
+            _show(event, images)
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+    console.print()
+
+
+def _show(event: SessionEvent, images: Path) -> None:
+    data = event.data
+    if event.kind == "text_delta":
+        console.print(escape(str(data["text"])), end="")
+    elif event.kind == "tool_call":
+        code = data["input"].get("code") if isinstance(data.get("input"), dict) else None
+        detail = f": {escape(str(code).splitlines()[0][:80])}" if code else ""
+        err_console.print(f"[cyan]› {escape(str(data['name']))}{detail}[/cyan]")
+    elif event.kind == "tool_progress":
+        err_console.print(f"[dim]  … {escape(str(data['message']))}[/dim]")
+    elif event.kind == "tool_result":
+        colour = "green" if data["ok"] else "red"
+        first = str(data["text"]).strip().splitlines()[:1]
+        err_console.print(f"[{colour}]  ‹ {escape(first[0][:100]) if first else ''}[/{colour}]")
+        for image in data.get("images", []):
+            path = _save(images, image.media_type, image.data)
+            err_console.print(f"[magenta]  image saved: {path}[/magenta]")
+    elif event.kind == "cap_exhausted":
+        err_console.print("[yellow]  tool-round cap reached; asking for a summary[/yellow]")
+
+
+def _save(directory: Path, media_type: str, data: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    suffix = ".png" if media_type == "image/png" else ".jpg"
+    path = directory / f"image-{len(list(directory.iterdir())) + 1}{suffix}"
+    path.write_bytes(base64.b64decode(data))
+    return path
+
+
+def _read_line() -> str | None:
+    try:
+        sys.stdout.write("you> ")
+        sys.stdout.flush()
+        line = sys.stdin.readline()
+    except (EOFError, KeyboardInterrupt):
+        return None
+    return line.rstrip("\n") if line else None

@@ -1,0 +1,93 @@
+"""``scratchpad chat`` against a stub OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from scratchpad.cli.app import app
+from tests.llm.stub_server import Reply, stub_server
+
+runner = CliRunner()
+
+
+def completion(message: dict[str, object], finish: str = "stop") -> Reply:
+    return Reply(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}
+            ],
+        }
+    )
+
+
+def sse(*deltas: dict[str, object], finish: str = "stop") -> Reply:
+    chunks = [
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+        }
+        for delta in deltas
+    ]
+    chunks.append(
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+        }
+    )
+    return Reply(events=[(None, chunk) for chunk in chunks] + [(None, "[DONE]")])
+
+
+def test_a_chat_that_runs_code_and_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    with stub_server() as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{stub.url}/v1")
+        arguments = json.dumps({"action": "exec", "name": "main", "code": "print(6 * 7)"})
+        stub.queue(
+            sse(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "scratchpad", "arguments": arguments},
+                        }
+                    ]
+                },
+                finish="tool_calls",
+            ),
+            sse({"content": "The answer is "}, {"content": "42."}),
+        )
+        result = runner.invoke(
+            app, ["chat", "--model", "openai-compatible:m"], input="what is 6*7?\n/exit\n"
+        )
+    assert result.exit_code == 0, result.stderr
+    assert "The answer is 42." in result.stdout
+    assert "› scratchpad: print(6 * 7)" in result.stderr
+    assert "‹ [output]" in result.stderr
+    tool_message = stub.requests[1]["body"]["messages"][-1]
+    assert tool_message == {"role": "tool", "tool_call_id": "call_1", "content": "[output]\n42"}
+
+
+def test_without_a_key_it_says_what_to_set() -> None:
+    result = runner.invoke(app, ["chat", "--model", "anthropic:claude-x"], input="")
+    assert result.exit_code == 2
+    assert "ANTHROPIC_API_KEY" in result.stderr
+
+
+def test_a_bad_model_spec_is_explained() -> None:
+    result = runner.invoke(app, ["chat", "--model", "gpt4"], input="")
+    assert result.exit_code == 2
+    assert "provider:model" in result.stderr
