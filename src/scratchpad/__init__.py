@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from scratchpad.agent.session import Session
     from scratchpad.config import Settings
     from scratchpad.errors import (
         ConfigError,
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
         ScratchpadError,
         VenvError,
     )
+    from scratchpad.llm.scripted import ScriptedProvider
+    from scratchpad.observations.store import ObservationStore
     from scratchpad.runtime.base import ScratchpadRuntime
     from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent
     from scratchpad.runtime.local import LocalRuntime
@@ -39,6 +42,7 @@ _EXPORTS = {
     "InvalidPadNameError": "scratchpad.errors",
     "KernelStartError": "scratchpad.errors",
     "LocalRuntime": "scratchpad.runtime.local",
+    "ObservationStore": "scratchpad.observations.store",
     "OutputEvent": "scratchpad.runtime.cell",
     "PadClosedError": "scratchpad.errors",
     "PadError": "scratchpad.errors",
@@ -47,6 +51,8 @@ _EXPORTS = {
     "ScratchpadError": "scratchpad.errors",
     "ScratchpadManager": "scratchpad.runtime.manager",
     "ScratchpadRuntime": "scratchpad.runtime.base",
+    "ScriptedProvider": "scratchpad.llm.scripted",
+    "Session": "scratchpad.agent.session",
     "Settings": "scratchpad.config",
     "VenvError": "scratchpad.errors",
 }
@@ -60,6 +66,7 @@ __all__ = [
     "InvalidPadNameError",
     "KernelStartError",
     "LocalRuntime",
+    "ObservationStore",
     "OutputEvent",
     "PadClosedError",
     "PadError",
@@ -68,6 +75,8 @@ __all__ = [
     "ScratchpadError",
     "ScratchpadManager",
     "ScratchpadRuntime",
+    "ScriptedProvider",
+    "Session",
     "Settings",
     "VenvError",
 ]

@@ -426,3 +426,39 @@ def test_model_specs_and_missing_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     provider = create_provider("openai-compatible:llama3", settings=Settings())
     assert (provider.name, provider.model) == ("openai-compatible", "llama3")
+
+
+async def test_anthropic_native_web_search(stub: StubServer) -> None:
+    stub.queue(
+        Reply(
+            anthropic_message(
+                [
+                    {
+                        "type": "server_tool_use",
+                        "id": "srvtoolu_1",
+                        "name": "web_search",
+                        "input": {"query": "python 3.14"},
+                    },
+                    {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+                    {
+                        "type": "text",
+                        "text": "Python 3.14 is out.",
+                        "citations": [
+                            {
+                                "type": "web_search_result_location",
+                                "url": "https://python.org",
+                                "title": "Python",
+                                "encrypted_index": "x",
+                                "cited_text": "3.14",
+                            }
+                        ],
+                    },
+                ]
+            )
+        )
+    )
+    answer = await anthropic(stub).web_search("python 3.14")
+    assert answer == "Python 3.14 is out. [Python](https://python.org)"
+    assert stub.requests[0]["body"]["tools"] == [
+        {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    ]

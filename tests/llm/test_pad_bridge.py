@@ -98,3 +98,11 @@ async def test_without_a_model_the_error_says_what_to_set(pad: ScratchpadRuntime
     cell = await pad.execute("get_llm('openai-compatible:x')")
     assert cell.status == "error"
     assert "OPENAI_BASE_URL" in (cell.error or "")
+
+
+async def test_web_search_without_native_support_is_explained(
+    stub: StubServer, pad: ScratchpadRuntime
+) -> None:
+    cell = await pad.execute("web_search('news')")
+    assert cell.status == "error"
+    assert "needs a provider with native web search" in (cell.error or "")

@@ -44,12 +44,15 @@ def agentic_loop(
 
 
 def web_search(query: str) -> str:
-    """Web search through the model provider, where it offers one natively."""
+    """Web search through the model provider's native search tool (Anthropic has one)."""
     llm = get_llm()
-    raise RuntimeError(
-        f"web_search is not available with the provider {llm.provider.name!r} in this version; "
-        "fetch pages directly (for example with httpx) or ask the user for sources"
-    )
+    search = getattr(llm.provider, "web_search", None)
+    if search is None:
+        raise RuntimeError(
+            f"web_search needs a provider with native web search; {llm.provider.name!r} has "
+            "none here. Fetch pages directly (for example with httpx), or use an anthropic model"
+        )
+    return str(llm.wait(search(query)))
 
 
 class PadLLM:
@@ -73,7 +76,7 @@ class PadLLM:
     # -- the calls ----------------------------------------------------------------------------
     def complete(self, *, system: str = "", messages: Sequence[Any], max_tokens: int = 4096) -> str:
         """The model's text reply to ``messages`` (dicts with role/content, or Messages)."""
-        return self._wait(self._complete(system, messages, max_tokens))
+        return self.wait(self._complete(system, messages, max_tokens))
 
     async def complete_async(
         self, *, system: str = "", messages: Sequence[Any], max_tokens: int = 4096
@@ -97,7 +100,7 @@ class PadLLM:
             messages=_messages(messages),
             max_tokens=max_tokens,
         )
-        return self._wait(coroutine)
+        return self.wait(coroutine)
 
     def run_loop(
         self,
@@ -112,7 +115,7 @@ class PadLLM:
         specs = [ToolSpec(t["name"], t.get("description", ""), t["input_schema"]) for t in tools]
         history = [Message.user(user_message)]
         for _ in range(max_turns):
-            response = self._wait(
+            response = self.wait(
                 self.provider.complete(system=system, messages=history, tools=specs)
             )
             history.append(response.as_message())
@@ -135,7 +138,7 @@ class PadLLM:
         )
         return response.text
 
-    def _wait(self, coroutine: Coroutine[Any, Any, T]) -> T:
+    def wait(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run on the bridge loop; progress every 10 s; Ctrl-C/timeout cancels the call."""
         future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         waited = 0.0

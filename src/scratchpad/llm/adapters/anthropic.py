@@ -36,6 +36,7 @@ from scratchpad.llm.messages import (
 from scratchpad.llm.provider import Provider, ToolChoice, with_retries
 from scratchpad.llm.toolargs import parse_arguments
 
+WEB_SEARCH_TOOL = "web_search_20250305"
 STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
     "tool_use": "tool_use",
@@ -145,6 +146,24 @@ class AnthropicProvider(Provider):
             raise self._mapped(exc) from exc
         yield Complete(builder.response())
 
+    async def web_search(self, query: str, *, max_uses: int = 3, max_tokens: int = 2048) -> str:
+        """Search the web with Anthropic's server-side web search tool; the cited answer."""
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": query}],
+            "tools": [{"type": WEB_SEARCH_TOOL, "name": "web_search", "max_uses": max_uses}],
+        }
+
+        async def call() -> str:
+            try:
+                reply = await self._client.messages.create(**params)
+            except self._sdk.APIError as exc:
+                raise self._mapped(exc) from exc
+            return _cited_text(reply)
+
+        return await with_retries(call, budget_s=self.retry_budget_s)
+
     def _mapped(self, exc: Exception) -> LLMError:
         sdk = self._sdk
         message = f"Anthropic: {getattr(exc, 'message', exc)}"
@@ -166,6 +185,20 @@ class AnthropicProvider(Provider):
         ):
             return LLMTransientError(message)
         return LLMError(message)
+
+
+def _cited_text(reply: Any) -> str:
+    """Text blocks of a web-search reply, with the URLs they cite listed after each."""
+    parts: list[str] = []
+    for block in reply.content:
+        if getattr(block, "type", "") != "text":
+            continue
+        parts.append(block.text)
+        for citation in getattr(block, "citations", None) or []:
+            url = getattr(citation, "url", None)
+            if url:
+                parts.append(f" [{getattr(citation, 'title', '') or url}]({url})")
+    return "".join(parts).strip()
 
 
 def _retry_after(exc: Any) -> float | None:
