@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ class Reply:
     status: int = 200
     events: list[tuple[str | None, Any]] | None = None  # (event name, data) for SSE
     headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0  # think before answering (for progress and timeout tests)
 
 
 @dataclass
@@ -43,6 +45,7 @@ def _handler(state: StubServer) -> type[BaseHTTPRequestHandler]:
             headers = {key.lower(): value for key, value in self.headers.items()}
             state.requests.append({"path": self.path, "headers": headers, "body": body})
             reply = state.replies.pop(0) if state.replies else Reply({"error": "no reply"}, 500)
+            time.sleep(reply.delay_s)
             if reply.events is None:
                 data = json.dumps(reply.body).encode()
                 self.send_response(reply.status)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -462,3 +463,20 @@ async def test_anthropic_native_web_search(stub: StubServer) -> None:
     assert stub.requests[0]["body"]["tools"] == [
         {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
     ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "module", "extra"),
+    [
+        ("anthropic:m", "anthropic", "scratchpad[anthropic]"),
+        ("openai:m", "openai", "scratchpad[openai]"),
+    ],
+)
+def test_a_missing_sdk_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, spec: str, module: str, extra: str
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import <module>` fail
+    with pytest.raises(ConfigError, match=re.escape(extra)):
+        create_provider(spec, settings=Settings())

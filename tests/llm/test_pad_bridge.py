@@ -106,3 +106,16 @@ async def test_web_search_without_native_support_is_explained(
     cell = await pad.execute("web_search('news')")
     assert cell.status == "error"
     assert "needs a provider with native web search" in (cell.error or "")
+
+
+async def test_long_model_calls_report_progress(stub: StubServer, pad: ScratchpadRuntime) -> None:
+    reply = completion({"content": "slow answer"})
+    reply.delay_s = 0.8
+    stub.queue(reply)
+    cell = await pad.execute(
+        "import _scratchpad_llm_bridge as bridge\n"
+        "bridge.HEARTBEAT_S = 0.2  # instead of 10 s\n"
+        "get_llm().complete(messages=[{'role': 'user', 'content': 'think'}])"
+    )
+    assert cell.result == "'slow answer'"
+    assert "waiting for the model" in cell.logs
