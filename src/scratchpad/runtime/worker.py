@@ -322,11 +322,32 @@ def refresh_imports() -> None:
     importlib.invalidate_caches()
 
 
+_REPLACED_STREAMS: list[Any] = []  # kept alive: dropping them could close fd 1 or 2
+
+
+def _line_buffered(name: str) -> None:
+    """One write per line, whatever PYTHONUNBUFFERED says (it would split every print)."""
+    stream = getattr(sys, name)
+    if not isinstance(stream, io.TextIOWrapper):
+        return
+    if isinstance(stream.buffer, io.FileIO):  # python -u: no buffer below the text layer
+        _REPLACED_STREAMS.append(stream)
+        stream = io.TextIOWrapper(
+            io.BufferedWriter(stream.buffer),
+            encoding=stream.encoding,
+            errors="backslashreplace",
+            line_buffering=True,
+        )
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+        return
+    stream.reconfigure(line_buffering=True, write_through=False, errors="backslashreplace")
+
+
 def configure_process(config: dict[str, Any]) -> None:
     """Streams, signals, limits: everything the kernel sets once at boot."""
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):
-            stream.reconfigure(line_buffering=True, errors="backslashreplace")
+    for name in ("stdout", "stderr"):
+        _line_buffered(name)
     builtins.input = _closed_stdin_input
     faulthandler.enable()
     limit_mb = config.get("memory_limit_mb")
