@@ -110,10 +110,13 @@ async def test_the_round_cap_forces_a_wrap_up(
     session.subscribe(lambda event: events.append(event.kind))
     assert await session.turn("loop") == ""
     assert "cap_exhausted" in events
-    assert provider.requests[2]["tools"] == []
+    wrap_up = provider.requests[2]
+    assert wrap_up["tool_choice"] == {"type": "none"}  # tools declared, calling them not allowed
+    assert [t.name for t in wrap_up["tools"]] == ["scratchpad", "read_image"]
     assert "tool-round cap (2) is reached" in session.history[4].content[-1].text  # type: ignore[union-attr]
-    unrun = results_of(session.history[-1])
+    unrun = results_of(session.history[-2])
     assert unrun and "Not run: round cap reached" in result_text(unrun[0])
+    assert session.history[-1] == Message.assistant("(The tool-round cap was reached.)")
 
 
 async def test_a_failure_streak_gets_a_hint_then_a_stop(

@@ -480,3 +480,35 @@ def test_a_missing_sdk_names_the_extra(
     monkeypatch.setitem(sys.modules, module, None)  # makes `import <module>` fail
     with pytest.raises(ConfigError, match=re.escape(extra)):
         create_provider(spec, settings=Settings())
+
+
+async def test_parallel_calls_that_share_an_index_stay_apart(stub: StubServer) -> None:
+    def part(call_id: str, arguments: str) -> dict[str, Any]:
+        return {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "scratchpad", "arguments": arguments},
+                }
+            ]
+        }
+
+    stub.queue(
+        Reply(
+            events=[
+                (None, chunk(part("call_a", '{"code": "1"}'))),
+                (None, chunk(part("call_b", '{"code": "2"}'))),
+                (None, chunk({}, "tool_calls")),
+                (None, "[DONE]"),
+            ]
+        )
+    )
+    events = [e async for e in openai(stub, True).stream(system="", messages=[Message.user("x")])]
+    final = events[-1]
+    assert isinstance(final, Complete)
+    assert final.response.tool_calls == (
+        ToolCall("scratchpad", {"code": "1"}, "call_a"),
+        ToolCall("scratchpad", {"code": "2"}, "call_b"),
+    )

@@ -50,7 +50,8 @@ class SessionFiles:
         for key, value in fields.items():
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
             limit = RESULT_CHARS if key == "result" else INPUT_CHARS
-            record[key] = self.scrub(text[:limit] + ("…" if len(text) > limit else ""))
+            text = self.scrub(text)  # before cutting: a secret must not survive half-cut
+            record[key] = text[:limit] + ("…" if len(text) > limit else "")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 from scratchpad.agent.events import EventBus, SessionEvent, Subscriber
@@ -46,9 +46,11 @@ from scratchpad.tools import (
 HINT_AFTER = 2
 STOP_AFTER = 5
 CAP_NOTE = (
-    "[system] The tool-round cap ({cap}) is reached, so the calls above were not run. "
-    "Do not call tools now: summarise where you stand, what is done and what is left."
+    "[system] The tool-round cap ({cap}) is reached: no more tools this turn. Summarise "
+    "where you stand, what is done and what is left."
 )
+CAP_REACHED = "(The tool-round cap was reached.)"
+EMPTY_REPLY = "(empty reply)"
 
 
 class Session:
@@ -94,7 +96,7 @@ class Session:
                 final = str(event.data["text"])
         return final
 
-    async def turn_stream(self, text: str) -> AsyncIterator[SessionEvent]:
+    async def turn_stream(self, text: str) -> AsyncGenerator[SessionEvent, None]:
         """The events of one turn as they happen, ending with ``turn_end``."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("a turn needs a non-empty user message")
@@ -110,6 +112,7 @@ class Session:
                 task.cancel()
                 if self.manager is not None:
                     await self.manager.cancel_all_running()
+                await asyncio.gather(task, return_exceptions=True)  # its cleanup, history save
 
     # -- the loop ---------------------------------------------------------------------------
     async def _run_turn(self, text: str, sink: Callable[[SessionEvent], None]) -> None:
@@ -130,16 +133,18 @@ class Session:
             while True:
                 wrap_up = rounds >= self.settings.max_tool_rounds
                 response = await self._ask(context, emit, tools_allowed=not wrap_up)
-                self.history.append(response.as_message())
+                self.history.append(_assistant_message(response))
                 if not response.tool_calls:
                     emit("turn_end", text=response.text, usage=self.usage)
                     return
                 if wrap_up:  # the model called tools anyway: answer them, end with its text
                     self.history.append(self._unrun(response.tool_calls, "round cap reached"))
+                    self.history.append(Message.assistant(response.text or CAP_REACHED))
                     emit("turn_end", text=response.text, usage=self.usage)
                     return
                 rounds += 1
-                results = await self._run_calls(response.tool_calls, context, emit)
+                truncated = response.stop_reason == "max_tokens"
+                results = await self._run_calls(response.tool_calls, context, emit, truncated)
                 if rounds >= self.settings.max_tool_rounds:
                     emit("cap_exhausted", rounds=rounds)
                     cap = self.settings.max_tool_rounds
@@ -153,7 +158,9 @@ class Session:
     async def _ask(
         self, context: ToolSessionContext, emit: Any, *, tools_allowed: bool
     ) -> Response:
-        offered = self.registry.offered(context) if tools_allowed else []
+        # Past the cap the tools stay declared (a history with tool blocks needs them) but
+        # the model may not call them.
+        offered = self.registry.offered(context)
         system = "\n\n".join(
             part for part in (self.system, *self.registry.prompt_fragments()) if part
         )
@@ -162,6 +169,7 @@ class Session:
             system=system,
             messages=list(self.history),
             tools=[tool.spec() for tool in offered],
+            tool_choice=None if tools_allowed or not offered else {"type": "none"},
             max_tokens=self.settings.max_output_tokens,
         ):
             if isinstance(event, TextDelta):
@@ -174,14 +182,15 @@ class Session:
         return response
 
     async def _run_calls(
-        self, calls: Sequence[ToolCall], context: ToolSessionContext, emit: Any
+        self, calls: Sequence[ToolCall], context: ToolSessionContext, emit: Any, truncated: bool
     ) -> Message:
         results: list[ToolResultBlock] = []
         for call in calls:
             context.step_num += 1
             emit("tool_call", id=call.id, name=call.name, input=call.input, step=context.step_num)
             self.files.log("tool_call", name=call.name, step=context.step_num, input=call.input)
-            outcome = self._track_failures(call.name, await self._run_call(call, context))
+            outcome = await self._run_call(call, context, truncated)
+            outcome = self._track_failures(call.name, outcome)
             blocks = _scrubbed(outcome, self.scrub)
             shown = self.scrub(outcome.text)
             images = [b for b in blocks if isinstance(b, ImageBlock)]
@@ -192,7 +201,16 @@ class Session:
             results.append(ToolResultBlock(call.id, blocks, is_error=not outcome.ok))
         return Message("user", tuple(results))
 
-    async def _run_call(self, call: ToolCall, context: ToolSessionContext) -> ToolOutcome:
+    async def _run_call(
+        self, call: ToolCall, context: ToolSessionContext, truncated: bool
+    ) -> ToolOutcome:
+        if call.repaired and truncated:
+            return ToolOutcome(
+                f"Your call to {call.name} was cut off at the output limit, so it was not run "
+                "(half a program is worse than none). Send it again, shorter if need be.",
+                ok=False,
+                reason="truncated",
+            )
         if call.parse_error:
             return ToolOutcome(
                 f"Your call to {call.name} could not be read ({call.parse_error}); it was not "
@@ -248,6 +266,7 @@ class Session:
             observers=self._observers,
             on_event=forward,
             on_progress=lambda message: emit("tool_progress", message=message),
+            scrub=self.scrub,
         )
 
     def _repair_history(self, emit: Any) -> None:
@@ -288,6 +307,12 @@ def default_registry(
         registry.register(read_observation_tool())
     registry.register(read_image_tool())
     return registry
+
+
+def _assistant_message(response: Response) -> Message:
+    """The reply as history keeps it: APIs refuse empty messages and empty text blocks."""
+    blocks = tuple(b for b in response.content if not (isinstance(b, TextBlock) and not b.text))
+    return Message("assistant", blocks or (TextBlock(EMPTY_REPLY),))
 
 
 def _scrubbed(outcome: ToolOutcome, scrub: Scrub) -> tuple[TextBlock | ImageBlock, ...]:

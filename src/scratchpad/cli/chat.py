@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from rich.markup import escape
 
 from scratchpad.agent import Session, SessionEvent
 from scratchpad.cli.output import console, err_console
+from scratchpad.errors import ScratchpadError
 from scratchpad.llm.adapters import create_provider
 from scratchpad.observations import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
@@ -27,6 +30,8 @@ EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
 
 async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> None:
     provider = create_provider(model, settings=manager.settings)
+    if model:
+        os.environ["SCRATCHPAD_MODEL"] = model  # so get_llm() in the pad uses the same model
     store = ObservationStore(settings=manager.settings)
     session = Session(
         provider=provider, manager=manager, store=store, system=SYSTEM.format(pad=pad)
@@ -37,18 +42,23 @@ async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> N
         "Ctrl-C stops a running cell[/dim]"
     )
     try:
-        while (text := await asyncio.to_thread(_read_line)) is not None:
+        while (text := await _read_line()) is not None:
             if text.strip() in EXIT_WORDS:
                 break
-            if text.strip():
+            if not text.strip():
+                continue
+            try:
                 await _turn(session, manager, text, images)
+            except ScratchpadError as exc:  # a failed turn is reported; the chat goes on
+                err_console.print(f"[red]error:[/red] {escape(str(exc))}")
     finally:
         store.close()
 
 
 async def _turn(session: Session, manager: ScratchpadManager, text: str, images: Path) -> None:
     loop = asyncio.get_running_loop()
-    with contextlib.suppress(NotImplementedError, RuntimeError):
+    previous = signal.getsignal(signal.SIGINT)
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.add_signal_handler(
             signal.SIGINT, lambda: loop.create_task(manager.cancel_all_running())
         )
@@ -56,8 +66,9 @@ async def _turn(session: Session, manager: ScratchpadManager, text: str, images:
         async for event in session.turn_stream(text):
             _show(event, images)
     finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.remove_signal_handler(signal.SIGINT)
+            signal.signal(signal.SIGINT, previous)  # Ctrl-C at the prompt ends the chat again
     console.print()
 
 
@@ -90,11 +101,25 @@ def _save(directory: Path, media_type: str, data: str) -> Path:
     return path
 
 
-def _read_line() -> str | None:
-    try:
-        sys.stdout.write("you> ")
-        sys.stdout.flush()
-        line = sys.stdin.readline()
-    except (EOFError, KeyboardInterrupt):
-        return None
-    return line.rstrip("\n") if line else None
+def _settle(future: asyncio.Future[str | None], value: str | None) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+async def _read_line() -> str | None:
+    """The next line typed; read on a daemon thread so Ctrl-C never waits for Enter."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str | None] = loop.create_future()
+
+    def read() -> None:
+        try:
+            line = sys.stdin.readline()
+        except (EOFError, OSError, ValueError):
+            line = ""
+        value = line.rstrip("\n") if line else None
+        loop.call_soon_threadsafe(_settle, answer, value)
+
+    sys.stdout.write("you> ")
+    sys.stdout.flush()
+    threading.Thread(target=read, daemon=True, name="chat-input").start()
+    return await answer

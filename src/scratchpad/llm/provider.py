@@ -101,8 +101,10 @@ async def with_retries(
             return await call()
         except (LLMRateLimitError, LLMTransientError) as exc:
             retry_after = getattr(exc, "retry_after", None)
-            wait = retry_after if isinstance(retry_after, (int, float)) else delay
-            wait = min(max_delay_s, wait) * (0.5 + random.random() / 2)
+            if isinstance(retry_after, (int, float)) and retry_after >= 0:
+                wait = float(retry_after)  # the server said when: not sooner
+            else:
+                wait = min(max_delay_s, delay) * (0.5 + random.random() / 2)
             if time.monotonic() + wait > deadline:
                 raise
             await sleep(wait)

@@ -32,7 +32,7 @@ def cell_text(cell: Cell) -> str:
 
 
 def cell_outcome(cell: Cell, pad: str, context: ToolSessionContext) -> ToolOutcome:
-    text = cell_text(cell)
+    text = context.scrub(cell_text(cell))
     store = context.store
     if store is not None:
         shown = store.offload(

@@ -39,6 +39,7 @@ class ToolSessionContext:
     on_progress: Callable[[str], None] | None = None
     pads_used: list[str] = field(default_factory=list)
     asked_new_pad: set[str] = field(default_factory=set)
+    scrub: Callable[[str], str] = field(default=lambda text: text)  # before anything is stored
 
     def progress(self, message: str) -> None:
         if self.on_progress is not None:

@@ -37,7 +37,10 @@ async def handle_read_image(
     context: ToolSessionContext, tool_input: dict[str, Any]
 ) -> list[TextBlock | ImageBlock]:
     if tool_input.get("path"):
-        return _from_file(Path(str(tool_input["path"])).expanduser())
+        path = Path(str(tool_input["path"])).expanduser()
+        if not path.is_absolute():  # relative to where the pads run, like the cells' paths
+            path = (context.manager.workspace or Path.cwd()) / path
+        return _from_file(path)
     if tool_input.get("pad"):
         return _from_pad(context, str(tool_input["pad"]), tool_input)
     raise InvalidInputError("give `path` (a PNG/JPEG file) or `pad` (a pad with an image output)")
@@ -46,10 +49,11 @@ async def handle_read_image(
 def _from_file(path: Path) -> list[TextBlock | ImageBlock]:
     if not path.is_file():
         raise InvalidInputError(f"{path} is not a file")
-    size = path.stat().st_size
+    with path.open("rb") as handle:
+        data = handle.read(MAX_IMAGE_BYTES + 1)  # never more, whatever the size claims
+    size = len(data)
     if size > MAX_IMAGE_BYTES:
-        raise InvalidInputError(f"{path} has {size} bytes; images up to {MAX_IMAGE_BYTES} only")
-    data = path.read_bytes()
+        raise InvalidInputError(f"{path} is larger than {MAX_IMAGE_BYTES} bytes")
     media_type = next((m for sig, m in SIGNATURES.items() if data.startswith(sig)), None)
     if media_type is None:
         raise InvalidInputError(f"{path} is not a PNG or JPEG image")

@@ -101,18 +101,18 @@ async def _run(tool: ToolDef, tool_input: dict[str, Any], context: Any) -> ToolO
 
 
 async def _drain(generator: AsyncIterator[Any], context: Any) -> ToolOutcome:
-    """An async-generator handler: strings are progress, the last other item is the result."""
-    result: object = None
+    """An async-generator handler: its last item is the result; strings before it are
+    progress."""
+    progress = getattr(context, "progress", None)
+    last: object = None
+    seen = False
     async for item in generator:
-        if isinstance(item, str) and result is None:
-            progress = getattr(context, "progress", None)
-            if callable(progress):
-                progress(item)
-        else:
-            result = item
-    if result is None:
+        if seen and isinstance(last, str) and callable(progress):
+            progress(last)
+        last, seen = item, True
+    if not seen:
         return ToolOutcome("the tool ended without a result", ok=False, reason="no_result")
-    return as_outcome(result)
+    return as_outcome(last)
 
 
 def check_input(schema: dict[str, Any], tool_input: Any) -> str:

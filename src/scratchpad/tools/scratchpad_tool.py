@@ -105,12 +105,18 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
     estimate = tool_input.get("estimated_execution_time_seconds") or 0
     context.emit("scratchpad_call", pad=name, code=code, description=description)
     context.notify("before_cell", name, _preview(code, description))
-    cell = await pad.execute(
-        code,
-        description=description,
-        estimated_seconds=float(estimate),
-        on_event=lambda item: _forward(context, item),
-    )
+    try:
+        cell = await pad.execute(
+            code,
+            description=description,
+            estimated_seconds=float(estimate),
+            on_event=lambda item: _forward(context, item),
+        )
+    except BaseException as exc:  # observers and subscribers always see the cell end
+        failed = Cell(code=code, description=description, status="error", error=str(exc))
+        context.notify("after_cell", name, failed)
+        context.emit("scratchpad_result", pad=name, status="error", cell_id=failed.id)
+        raise
     context.notify("after_cell", name, cell)
     event = "scratchpad_killed" if cell.status == "killed" else "scratchpad_result"
     context.emit(event, pad=name, status=cell.status, cell_id=cell.id)

@@ -228,7 +228,7 @@ def _response(reply: Any) -> Response:
     blocks: list[Block] = []
     calls: list[ToolCall] = []
     for item in reply.content:
-        if item.type == "text":
+        if item.type == "text" and item.text:
             blocks.append(TextBlock(item.text))
         elif item.type == "tool_use":
             tool_input = item.input if isinstance(item.input, dict) else {}

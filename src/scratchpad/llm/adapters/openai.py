@@ -171,7 +171,9 @@ class OpenAIProvider(Provider):
         if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
             return LLMAuthError(f"{message}; check OPENAI_API_KEY")
         if isinstance(exc, sdk.RateLimitError):
-            return LLMRateLimitError(message)
+            error = LLMRateLimitError(message)
+            error.retry_after = _retry_after(exc)  # type: ignore[attr-defined]
+            return error
         if isinstance(exc, sdk.NotFoundError):
             return LLMModelUnavailableError(f"{message}; is {self.model!r} served there?")
         if isinstance(exc, sdk.BadRequestError):
@@ -184,6 +186,13 @@ class OpenAIProvider(Provider):
         ):
             return LLMTransientError(message)
         return LLMError(message)
+
+
+def _retry_after(exc: Any) -> float | None:
+    try:
+        return float(exc.response.headers.get("retry-after"))
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _wire_tool_choice(choice: ToolChoice) -> Any:
@@ -274,7 +283,8 @@ class _StreamBuilder:
 
     def __init__(self) -> None:
         self.text: list[str] = []
-        self.calls: dict[int, dict[str, str]] = {}
+        self.calls: list[dict[str, str]] = []  # in the order they started
+        self.by_index: dict[int, dict[str, str]] = {}
         self.usage = Usage()
         self.stop: StopReason = "end_turn"
 
@@ -295,10 +305,11 @@ class _StreamBuilder:
 
     def _tool_delta(self, part: Any) -> list[StreamEvent]:
         events: list[StreamEvent] = []
-        call = self.calls.get(part.index)
-        if call is None:
-            call = {"id": part.id or f"call_{part.index}", "name": "", "arguments": ""}
-            self.calls[part.index] = call
+        call = self.by_index.get(part.index)
+        if call is None or (part.id and part.id != call["id"]):  # some servers reuse index 0
+            call = {"id": part.id or f"call_{len(self.calls)}", "name": "", "arguments": ""}
+            self.by_index[part.index] = call
+            self.calls.append(call)
         function = part.function
         if function is not None and function.name:
             call["name"] += function.name
@@ -314,7 +325,7 @@ class _StreamBuilder:
         return [ToolUseEnd(call) for call in self._calls()]
 
     def _calls(self) -> list[ToolCall]:
-        return [_call(c["name"], c["arguments"], c["id"]) for _, c in sorted(self.calls.items())]
+        return [_call(c["name"], c["arguments"], c["id"]) for c in self.calls]
 
     def response(self) -> Response:
         calls = self._calls()
