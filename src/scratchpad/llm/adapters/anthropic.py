@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from scratchpad.errors import (
     ConfigError,
     LLMAuthError,
-    LLMContextOverflowError,
-    LLMError,
-    LLMModelUnavailableError,
-    LLMRateLimitError,
-    LLMTransientError,
 )
+from scratchpad.llm.adapters.base import SDKProvider
 from scratchpad.llm.messages import (
     Block,
-    Complete,
     ImageBlock,
     Message,
     Response,
@@ -33,7 +28,7 @@ from scratchpad.llm.messages import (
     ToolUseStart,
     Usage,
 )
-from scratchpad.llm.provider import Provider, ToolChoice, with_retries
+from scratchpad.llm.provider import ToolChoice
 from scratchpad.llm.toolargs import parse_arguments
 
 WEB_SEARCH_TOOL = "web_search_20250305"
@@ -45,8 +40,9 @@ STOP_REASONS: dict[str, StopReason] = {
 }
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SDKProvider):
     name = "anthropic"
+    key_variable = "ANTHROPIC_API_KEY"
 
     def __init__(
         self,
@@ -99,52 +95,16 @@ class AnthropicProvider(Provider):
                 params["tool_choice"] = tool_choice
         return params
 
-    async def complete(
-        self,
-        *,
-        system: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec] = (),
-        tool_choice: ToolChoice | None = None,
-        max_tokens: int = 4096,
-    ) -> Response:
-        params = self._params(system, messages, tools, tool_choice, max_tokens)
+    async def _create(self, params: dict[str, Any], *, stream: bool) -> Any:
+        if stream:
+            return await self._client.messages.create(**params, stream=True)
+        return await self._client.messages.create(**params)
 
-        async def call() -> Response:
-            try:
-                reply = await self._client.messages.create(**params)
-            except self._sdk.APIError as exc:
-                raise self._mapped(exc) from exc
-            return _response(reply)
+    def _response(self, reply: Any) -> Response:
+        return _response(reply)
 
-        return await with_retries(call, budget_s=self.retry_budget_s)
-
-    async def stream(
-        self,
-        *,
-        system: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec] = (),
-        tool_choice: ToolChoice | None = None,
-        max_tokens: int = 4096,
-    ) -> AsyncIterator[StreamEvent]:
-        params = self._params(system, messages, tools, tool_choice, max_tokens)
-
-        async def open_stream() -> Any:
-            try:
-                return await self._client.messages.create(**params, stream=True)
-            except self._sdk.APIError as exc:
-                raise self._mapped(exc) from exc
-
-        events = await with_retries(open_stream, budget_s=self.retry_budget_s)
-        builder = _StreamBuilder()
-        try:
-            async for event in events:
-                for item in builder.feed(event):
-                    yield item
-        except self._sdk.APIError as exc:
-            raise self._mapped(exc) from exc
-        yield Complete(builder.response())
+    def _builder(self) -> _StreamBuilder:
+        return _StreamBuilder()
 
     async def web_search(self, query: str, *, max_uses: int = 3, max_tokens: int = 2048) -> str:
         """Search the web with Anthropic's server-side web search tool; the cited answer."""
@@ -155,36 +115,7 @@ class AnthropicProvider(Provider):
             "tools": [{"type": WEB_SEARCH_TOOL, "name": "web_search", "max_uses": max_uses}],
         }
 
-        async def call() -> str:
-            try:
-                reply = await self._client.messages.create(**params)
-            except self._sdk.APIError as exc:
-                raise self._mapped(exc) from exc
-            return _cited_text(reply)
-
-        return await with_retries(call, budget_s=self.retry_budget_s)
-
-    def _mapped(self, exc: Exception) -> LLMError:
-        sdk = self._sdk
-        message = f"Anthropic: {getattr(exc, 'message', exc)}"
-        if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
-            return LLMAuthError(f"{message}; check ANTHROPIC_API_KEY")
-        if isinstance(exc, sdk.RateLimitError):
-            error = LLMRateLimitError(message)
-            error.retry_after = _retry_after(exc)  # type: ignore[attr-defined]
-            return error
-        if isinstance(exc, sdk.NotFoundError):
-            return LLMModelUnavailableError(f"{message}; is {self.model!r} a model you can use?")
-        if isinstance(exc, sdk.BadRequestError):
-            text = str(exc).lower()
-            if "too long" in text or "context" in text or "too many tokens" in text:
-                return LLMContextOverflowError(message)
-            return LLMError(message)
-        if isinstance(exc, (sdk.APIConnectionError, sdk.InternalServerError)) or (
-            isinstance(exc, sdk.APIStatusError) and exc.status_code >= 500
-        ):
-            return LLMTransientError(message)
-        return LLMError(message)
+        return _cited_text(await self._send(params, stream=False))
 
 
 def _cited_text(reply: Any) -> str:
@@ -199,13 +130,6 @@ def _cited_text(reply: Any) -> str:
             if url:
                 parts.append(f" [{getattr(citation, 'title', '') or url}]({url})")
     return "".join(parts).strip()
-
-
-def _retry_after(exc: Any) -> float | None:
-    try:
-        return float(exc.response.headers.get("retry-after"))
-    except (AttributeError, TypeError, ValueError):
-        return None
 
 
 def _wire_block(block: Block) -> dict[str, Any]:
@@ -306,6 +230,9 @@ class _StreamBuilder:
         return ToolCall(
             block["name"], parsed.input, block["id"], parsed.parse_error, parsed.repaired
         )
+
+    def finish(self) -> list[StreamEvent]:
+        return []  # tool calls ended with their content blocks
 
     def response(self) -> Response:
         blocks: list[Block] = []

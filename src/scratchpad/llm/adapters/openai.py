@@ -8,21 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from scratchpad.errors import (
     ConfigError,
     LLMAuthError,
-    LLMContextOverflowError,
     LLMError,
-    LLMModelUnavailableError,
-    LLMRateLimitError,
-    LLMTransientError,
 )
+from scratchpad.llm.adapters.base import SDKProvider
 from scratchpad.llm.messages import (
     Block,
-    Complete,
     ImageBlock,
     Message,
     Response,
@@ -39,7 +35,7 @@ from scratchpad.llm.messages import (
     ToolUseStart,
     Usage,
 )
-from scratchpad.llm.provider import Provider, ToolChoice, with_retries
+from scratchpad.llm.provider import ToolChoice
 from scratchpad.llm.toolargs import parse_arguments
 
 FINISH_REASONS: dict[str, StopReason] = {
@@ -50,8 +46,9 @@ FINISH_REASONS: dict[str, StopReason] = {
 }
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(SDKProvider):
     name = "openai"
+    key_variable = "OPENAI_API_KEY"
 
     def __init__(
         self,
@@ -115,84 +112,18 @@ class OpenAIProvider(Provider):
                 params["tool_choice"] = _wire_tool_choice(tool_choice)
         return params
 
-    async def complete(
-        self,
-        *,
-        system: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec] = (),
-        tool_choice: ToolChoice | None = None,
-        max_tokens: int = 4096,
-    ) -> Response:
-        params = self._params(system, messages, tools, tool_choice, max_tokens)
+    async def _create(self, params: dict[str, Any], *, stream: bool) -> Any:
+        if stream:
+            return await self._client.chat.completions.create(
+                **params, stream=True, stream_options={"include_usage": True}
+            )
+        return await self._client.chat.completions.create(**params)
 
-        async def call() -> Response:
-            try:
-                reply = await self._client.chat.completions.create(**params)
-            except self._sdk.APIError as exc:
-                raise self._mapped(exc) from exc
-            return _response(reply)
+    def _response(self, reply: Any) -> Response:
+        return _response(reply)
 
-        return await with_retries(call, budget_s=self.retry_budget_s)
-
-    async def stream(
-        self,
-        *,
-        system: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec] = (),
-        tool_choice: ToolChoice | None = None,
-        max_tokens: int = 4096,
-    ) -> AsyncIterator[StreamEvent]:
-        params = self._params(system, messages, tools, tool_choice, max_tokens)
-        params["stream_options"] = {"include_usage": True}
-
-        async def open_stream() -> Any:
-            try:
-                return await self._client.chat.completions.create(**params, stream=True)
-            except self._sdk.APIError as exc:
-                raise self._mapped(exc) from exc
-
-        chunks = await with_retries(open_stream, budget_s=self.retry_budget_s)
-        builder = _StreamBuilder()
-        try:
-            async for chunk in chunks:
-                for item in builder.feed(chunk):
-                    yield item
-        except self._sdk.APIError as exc:
-            raise self._mapped(exc) from exc
-        for item in builder.finish():
-            yield item
-        yield Complete(builder.response())
-
-    def _mapped(self, exc: Exception) -> LLMError:
-        sdk = self._sdk
-        message = f"{self.name}: {getattr(exc, 'message', exc)}"
-        if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
-            return LLMAuthError(f"{message}; check OPENAI_API_KEY")
-        if isinstance(exc, sdk.RateLimitError):
-            error = LLMRateLimitError(message)
-            error.retry_after = _retry_after(exc)  # type: ignore[attr-defined]
-            return error
-        if isinstance(exc, sdk.NotFoundError):
-            return LLMModelUnavailableError(f"{message}; is {self.model!r} served there?")
-        if isinstance(exc, sdk.BadRequestError):
-            text = str(exc).lower()
-            if "context_length" in text or "context length" in text or "too long" in text:
-                return LLMContextOverflowError(message)
-            return LLMError(message)
-        if isinstance(exc, (sdk.APIConnectionError, sdk.InternalServerError)) or (
-            isinstance(exc, sdk.APIStatusError) and exc.status_code >= 500
-        ):
-            return LLMTransientError(message)
-        return LLMError(message)
-
-
-def _retry_after(exc: Any) -> float | None:
-    try:
-        return float(exc.response.headers.get("retry-after"))
-    except (AttributeError, TypeError, ValueError):
-        return None
+    def _builder(self) -> _StreamBuilder:
+        return _StreamBuilder()
 
 
 def _wire_tool_choice(choice: ToolChoice) -> Any:
