@@ -142,3 +142,10 @@ async def test_an_abandoned_stream_still_saves_the_history(
     await stream.aclose()
     assert session.files.history_path.exists()
     assert not any(pad.busy for pad in map(manager.get, manager.names()))
+
+
+def test_session_ids_are_checked(manager: ScratchpadManager) -> None:
+    from scratchpad.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="invalid session id '../x'"):
+        Session(provider=ScriptedProvider([]), manager=manager, session_id="../x")

@@ -16,7 +16,7 @@ from typing import Any
 from scratchpad.agent.events import EventBus, SessionEvent, Subscriber
 from scratchpad.agent.persistence import Scrub, SessionFiles
 from scratchpad.config import Settings
-from scratchpad.errors import InvalidInputError, ObservationError
+from scratchpad.errors import InvalidInputError, InvalidPadNameError, ObservationError
 from scratchpad.llm.messages import (
     Complete,
     ImageBlock,
@@ -75,7 +75,7 @@ class Session:
         self.store = store
         self.system = system
         self.registry = registry or default_registry(manager, store)
-        self.session_id = validate_pad_name(session_id or secrets.token_hex(8))
+        self.session_id = _session_id(session_id or secrets.token_hex(8))
         self.scrub = scrub or (lambda text: text)
         self.files = SessionFiles(self.settings.home / "sessions", self.session_id, self.scrub)
         self.history: list[Message] = self.files.load_history()
@@ -307,6 +307,17 @@ def default_registry(
         registry.register(read_observation_tool())
     registry.register(read_image_tool())
     return registry
+
+
+def _session_id(value: str) -> str:
+    """Session ids name files, so they follow the pad-name rules."""
+    try:
+        return validate_pad_name(value)
+    except InvalidPadNameError:
+        raise InvalidInputError(
+            f"invalid session id {value!r}: use 1-64 letters, digits, '_', '.', '-', "
+            "starting with a letter or digit"
+        ) from None
 
 
 def _assistant_message(response: Response) -> Message:
