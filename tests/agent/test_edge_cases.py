@@ -147,5 +147,5 @@ async def test_an_abandoned_stream_still_saves_the_history(
 def test_session_ids_are_checked(manager: ScratchpadManager) -> None:
     from scratchpad.errors import InvalidInputError
 
-    with pytest.raises(InvalidInputError, match="invalid session id '../x'"):
+    with pytest.raises(InvalidInputError, match=r"invalid session id '\.\./x'"):
         Session(provider=ScriptedProvider([]), manager=manager, session_id="../x")
