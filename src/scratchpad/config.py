@@ -60,6 +60,14 @@ class Settings(BaseSettings):
         100_000, ge=1, description="Largest answer of read(mode='full')."
     )
 
+    # The HTTP server.
+    api_key: str | None = Field(
+        None, description="Bearer key of the server; generated into <home>/api_key if unset."
+    )
+    max_request_bytes: int = Field(
+        10 * MIB, ge=1024, description="Larger request bodies are refused with 413."
+    )
+
     # Language models.
     model: str = Field("anthropic:claude-sonnet-4-5", description="The model, as 'provider:model'.")
     llm_retry_budget_s: float = Field(60.0, ge=0, description="Time spent retrying a call.")

@@ -1,0 +1,1 @@
+"""The HTTP server: the remote-backend protocol, read endpoints, auth."""

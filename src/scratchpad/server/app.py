@@ -1,0 +1,194 @@
+"""The ASGI app: the remote-backend protocol (``/scratchpad/*``), read endpoints (``/v1/*``)
+and ``/healthz``. Every route but ``/healthz`` needs the bearer key; every failure answers a
+4xx/5xx JSON body ``{"error": ...}`` that says what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict
+from sse_starlette.sse import EventSourceResponse
+
+from scratchpad.errors import (
+    InvalidInputError,
+    PadClosedError,
+    PadNotFoundError,
+    ScratchpadError,
+)
+from scratchpad.runtime.cell import Cell, ProgressEvent
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.names import validate_pad_name
+from scratchpad.server.auth import authorized
+
+OPEN_PATHS = {"/healthz"}
+
+
+class PadRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # clients written elsewhere may send more
+    name: str
+
+
+class StartRequest(PadRequest):
+    coding_provider: str | None = None
+    coding_model: str | None = None
+    coding_api_key: str | None = None
+    coding_base_url: str | None = None
+
+
+class InstallRequest(PadRequest):
+    packages: list[str]
+
+
+class ExecuteRequest(PadRequest):
+    code: str
+    description: str = ""
+    estimated_time: str = ""
+    estimated_seconds: float = 0.0
+
+
+def create_app(manager: ScratchpadManager, *, api_key: str) -> FastAPI:
+    """The server for ``manager``'s pads, guarded by ``api_key``."""
+    app = FastAPI(title="Scratchpad", version="0.1.0")
+    limit = manager.settings.max_request_bytes
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Any]]) -> Any:
+        if request.url.path not in OPEN_PATHS and not authorized(
+            request.headers.get("authorization"), api_key
+        ):
+            return error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'")
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            return error(413, f"request body of {length} bytes is over the {limit}-byte limit")
+        return await call_next(request)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(_describe(e) for e in exc.errors())
+        return error(422, f"invalid request: {problems}")
+
+    @app.exception_handler(ScratchpadError)
+    async def failed(request: Request, exc: ScratchpadError) -> JSONResponse:
+        return error(_status(exc), str(exc))
+
+    _protocol_routes(app, manager)
+    _read_routes(app, manager)
+    return app
+
+
+def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
+    @app.post("/scratchpad/start")
+    async def start(body: StartRequest) -> dict[str, Any]:
+        await manager.get_or_create(body.name)
+        return {"ok": True}
+
+    @app.post("/scratchpad/reset")
+    async def reset(body: PadRequest) -> dict[str, Any]:
+        await (await manager.get_or_create(body.name)).reset()
+        return {"ok": True}
+
+    @app.post("/scratchpad/close")
+    async def close(body: PadRequest) -> dict[str, Any]:
+        await manager.close(body.name)
+        return {"ok": True}
+
+    @app.post("/scratchpad/cancel")
+    async def cancel(body: PadRequest) -> dict[str, Any]:
+        if validate_pad_name(body.name) in manager.names():
+            await manager.get(body.name).cancel()
+        return {"ok": True}
+
+    @app.post("/scratchpad/cleanup")
+    async def cleanup(body: PadRequest) -> dict[str, Any]:
+        await manager.remove(body.name)
+        return {"ok": True}
+
+    @app.post("/scratchpad/install")
+    async def install(body: InstallRequest) -> dict[str, Any]:
+        pad = await manager.get_or_create(body.name)
+        return {"result": await pad.install_packages(body.packages)}
+
+    @app.post("/scratchpad/execute-stream")
+    async def execute_stream(body: ExecuteRequest) -> EventSourceResponse:
+        pad = await manager.get_or_create(body.name)  # errors here answer as plain 4xx
+        return EventSourceResponse(_frames(pad, body), sep="\n")
+
+
+async def _frames(pad: Any, body: ExecuteRequest) -> AsyncIterator[dict[str, str]]:
+    """SSE frames: progress messages, then exactly one cell (or one error)."""
+    try:
+        async for item in pad.execute_streaming(
+            body.code,
+            description=body.description,
+            estimated_time=body.estimated_time,
+            estimated_seconds=body.estimated_seconds,
+        ):
+            if isinstance(item, ProgressEvent):
+                yield _frame({"type": "progress", "message": item.message})
+            elif isinstance(item, Cell):
+                yield _frame({"type": "cell", "cell": item.to_dict()})
+    except ScratchpadError as exc:
+        yield _frame({"type": "error", "error": str(exc)})
+
+
+def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
+    @app.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        return {"ok": True}
+
+    @app.get("/v1/pads")
+    async def pads() -> dict[str, Any]:
+        running = set(manager.names())
+        listed = []
+        for name in sorted(running | set(manager.names_on_disk())):
+            pad = manager.peek(name)
+            status = "busy" if pad.busy else "idle" if name in running else "stopped"
+            listed.append({"name": name, "status": status, "cells": len(pad.cells)})
+        return {"pads": listed}
+
+    @app.get("/v1/pads/{name}")
+    async def pad_cells(name: str) -> dict[str, Any]:
+        pad = manager.peek(name)
+        return {"name": pad.name, "cells": [cell.to_dict() for cell in pad.cells]}
+
+    @app.get("/v1/pads/{name}/dump")
+    async def pad_dump(name: str) -> Response:
+        return Response(manager.peek(name).dump(), media_type="text/markdown; charset=utf-8")
+
+    @app.get("/v1/pads/{name}/notebook")
+    async def pad_notebook(name: str) -> Response:
+        notebook = json.dumps(manager.peek(name).to_ipynb(), indent=1)
+        return Response(
+            notebook,
+            media_type="application/x-ipynb+json",
+            headers={"content-disposition": f'attachment; filename="{name}.ipynb"'},
+        )
+
+
+def _frame(message: dict[str, Any]) -> dict[str, str]:
+    return {"data": json.dumps(message, ensure_ascii=False)}
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _status(exc: ScratchpadError) -> int:
+    if isinstance(exc, PadNotFoundError):
+        return 404
+    if isinstance(exc, InvalidInputError):
+        return 400
+    if isinstance(exc, PadClosedError):
+        return 409
+    return 500
+
+
+def _describe(problem: dict[str, Any]) -> str:
+    where = ".".join(str(part) for part in problem.get("loc", ()) if part != "body")
+    return f"{where or 'body'}: {problem.get('msg', 'invalid')}"

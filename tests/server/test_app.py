@@ -1,0 +1,160 @@
+"""The HTTP app in-process (httpx ASGITransport): protocol, read endpoints, auth, bad input."""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from scratchpad.config import Settings
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.server.app import create_app
+from scratchpad.server.auth import key_path, resolve_api_key
+
+KEY = "test-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+
+@pytest.fixture
+async def client(manager: ScratchpadManager) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(manager, api_key=KEY)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=AUTH) as http:
+        yield http
+
+
+def frames(text: str) -> list[dict[str, Any]]:
+    """Parse an SSE body: ``data: <json>`` frames separated by blank lines."""
+    blocks = [b for b in text.replace("\r\n", "\n").split("\n\n") if b.strip()]
+    return [json.loads(b.removeprefix("data: ")) for b in blocks if b.startswith("data: ")]
+
+
+async def test_execute_stream_keeps_state_and_ends_with_one_cell(client: httpx.AsyncClient) -> None:
+    first = await client.post("/scratchpad/execute-stream", json={"name": "p", "code": "x = 41"})
+    assert first.status_code == 200
+    assert first.headers["content-type"].startswith("text/event-stream")
+    assert frames(first.text)[-1]["cell"]["status"] == "ok"
+    second = await client.post(
+        "/scratchpad/execute-stream",
+        json={
+            "name": "p",
+            "code": "progress('half')\nx + 1",
+            "description": "add",
+            "estimated_time": "1s",
+            "estimated_seconds": 1,
+        },
+    )
+    parsed = frames(second.text)
+    assert parsed[0] == {"type": "progress", "message": "half"}
+    assert [f["type"] for f in parsed] == ["progress", "cell"]
+    cell = parsed[-1]["cell"]
+    assert (cell["result"], cell["description"], cell["estimated_time"]) == ("42", "add", "1s")
+
+
+async def test_lifecycle_routes(client: httpx.AsyncClient, manager: ScratchpadManager) -> None:
+    assert (await client.post("/scratchpad/start", json={"name": "life"})).json() == {"ok": True}
+    assert manager.names() == ["life"]
+    await client.post("/scratchpad/execute-stream", json={"name": "life", "code": "v = 1"})
+    assert (await client.post("/scratchpad/reset", json={"name": "life"})).json() == {"ok": True}
+    after = await client.post("/scratchpad/execute-stream", json={"name": "life", "code": "v"})
+    assert "NameError" in frames(after.text)[-1]["cell"]["error"]
+    assert (await client.post("/scratchpad/cancel", json={"name": "life"})).json() == {"ok": True}
+    assert (await client.post("/scratchpad/close", json={"name": "life"})).json() == {"ok": True}
+    assert manager.names() == []
+    assert (await client.post("/scratchpad/cleanup", json={"name": "life"})).json() == {"ok": True}
+    assert manager.names_on_disk() == []
+
+
+async def test_install_answers_with_the_installer_output(
+    client: httpx.AsyncClient, wheel: Any
+) -> None:
+    answer = await client.post(
+        "/scratchpad/install", json={"name": "inst", "packages": [str(wheel)]}
+    )
+    assert answer.status_code == 200
+    assert "sp-demo-pkg" in answer.json()["result"].lower().replace("_", "-")
+
+
+async def test_read_endpoints(client: httpx.AsyncClient) -> None:
+    await client.post(
+        "/scratchpad/execute-stream",
+        json={"name": "read", "code": "print('hi')", "description": "greet"},
+    )
+    assert (await client.get("/v1/pads")).json() == {
+        "pads": [{"name": "read", "status": "idle", "cells": 1}]
+    }
+    cells = (await client.get("/v1/pads/read")).json()["cells"]
+    assert cells[0]["stdout"] == "hi\n"
+    dump = await client.get("/v1/pads/read/dump")
+    assert dump.headers["content-type"].startswith("text/markdown")
+    assert "## [1] greet" in dump.text
+    notebook = (await client.get("/v1/pads/read/notebook")).json()
+    assert notebook["nbformat"] == 4
+    assert (await client.get("/openapi.json")).status_code == 200
+
+
+async def test_healthz_is_open_and_everything_else_needs_the_key(
+    client: httpx.AsyncClient,
+) -> None:
+    assert (await client.get("/healthz", headers={"Authorization": ""})).json() == {"ok": True}
+    for headers in (
+        {"Authorization": ""},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": KEY},
+    ):
+        answer = await client.get("/v1/pads", headers=headers)
+        assert answer.status_code == 401
+        assert "Authorization: Bearer" in answer.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "message"),
+    [
+        ("/scratchpad/start", b"{not json", 422, "JSON"),
+        ("/scratchpad/start", {}, 422, "name: Field required"),
+        ("/scratchpad/execute-stream", {"name": "p", "code": 5}, 422, "code:"),
+        ("/scratchpad/install", {"name": "p", "packages": "six"}, 422, "packages:"),
+        ("/scratchpad/start", {"name": "../etc"}, 400, "invalid pad name"),
+        ("/scratchpad/cleanup", {"name": "ghost"}, 404, "no pad named 'ghost'"),
+        ("/scratchpad/install", {"name": "p", "packages": ["--index-url=x"]}, 400, "not allowed"),
+    ],
+)
+async def test_bad_requests_get_a_clear_4xx(
+    client: httpx.AsyncClient, path: str, body: Any, status: int, message: str
+) -> None:
+    if isinstance(body, bytes):
+        answer = await client.post(path, content=body, headers={"content-type": "application/json"})
+    else:
+        answer = await client.post(path, json=body)
+    assert answer.status_code == status, answer.text
+    assert message in answer.json()["error"]
+
+
+async def test_unknown_pads_on_read_endpoints(client: httpx.AsyncClient) -> None:
+    answer = await client.get("/v1/pads/nobody")
+    assert answer.status_code == 404 and "no pad named 'nobody'" in answer.json()["error"]
+
+
+async def test_oversized_bodies_get_413(manager: ScratchpadManager) -> None:
+    small = manager.settings.model_copy(update={"max_request_bytes": 2048})
+    limited = ScratchpadManager(workspace=manager.workspace, settings=small)
+    app = create_app(limited, api_key=KEY)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t", headers=AUTH
+    ) as http:
+        answer = await http.post(
+            "/scratchpad/execute-stream", json={"name": "p", "code": "x" * 5000}
+        )
+    assert answer.status_code == 413 and "over the 2048-byte limit" in answer.json()["error"]
+    assert limited.names() == []
+
+
+def test_api_key_is_generated_once_and_kept_private(settings: Settings) -> None:
+    key = resolve_api_key(settings)
+    assert len(key) >= 32 and resolve_api_key(settings) == key
+    assert stat.S_IMODE(key_path(settings).stat().st_mode) == 0o600
+    assert resolve_api_key(settings.model_copy(update={"api_key": "given"})) == "given"
