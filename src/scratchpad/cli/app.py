@@ -186,6 +186,23 @@ def chat(
 
 
 @app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+) -> None:
+    """Serve pads over HTTP (the remote-backend protocol and /v1 read endpoints)."""
+    from scratchpad.server.serve import serve as run_server
+
+    try:
+        asyncio.run(run_server(host, port))
+    except ScratchpadError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
 def demo() -> None:
     """A short tour: a pad keeps state, reports an error, draws a plot."""
     from scratchpad.cli.demo import run_demo

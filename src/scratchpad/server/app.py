@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 from sse_starlette.sse import EventSourceResponse
@@ -52,9 +54,22 @@ class ExecuteRequest(PadRequest):
     estimated_seconds: float = 0.0
 
 
-def create_app(manager: ScratchpadManager, *, api_key: str) -> FastAPI:
-    """The server for ``manager``'s pads, guarded by ``api_key``."""
-    app = FastAPI(title="Scratchpad", version="0.1.0")
+def create_app(manager: ScratchpadManager, *, api_key: str, origin: str | None = None) -> FastAPI:
+    """The server for ``manager``'s pads, guarded by ``api_key``. Browsers may call it only
+    from ``origin`` (the server's own); shutting down closes every pad (venvs are kept)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await manager.close_all()
+
+    app = FastAPI(title="Scratchpad", version="0.1.0", lifespan=lifespan)
+    if origin:
+        app.add_middleware(
+            CORSMiddleware, allow_origins=[origin], allow_methods=["*"], allow_headers=["*"]
+        )
     limit = manager.settings.max_request_bytes
 
     @app.middleware("http")

@@ -1,0 +1,55 @@
+"""``scratchpad serve``: run the app under uvicorn, on loopback unless a key is configured."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import uvicorn
+
+from scratchpad.config import Settings
+from scratchpad.errors import ConfigError
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.server.app import create_app
+from scratchpad.server.auth import key_path, resolve_api_key
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(host: str, settings: Settings) -> None:
+    """Refuse to expose pads beyond this machine with a key nobody chose."""
+    if not is_loopback(host) and not settings.api_key:
+        raise ConfigError(
+            f"refusing to listen on {host} without SCRATCHPAD_API_KEY: anyone who can reach "
+            "it could run code here. Set SCRATCHPAD_API_KEY, or bind 127.0.0.1"
+        )
+
+
+def banner(host: str, port: int, settings: Settings) -> str:
+    url = f"http://{host}:{port}"
+    where = "SCRATCHPAD_API_KEY" if settings.api_key else str(key_path(settings))
+    return (
+        f"Scratchpad serving on {url}\n"
+        f"  API key: {where}\n"
+        f"  health:  {url}/healthz   API docs: {url}/docs"
+    )
+
+
+async def serve(host: str, port: int, settings: Settings | None = None) -> None:
+    settings = settings or Settings.load()
+    check_binding(host, settings)
+    api_key = resolve_api_key(settings)
+    manager = ScratchpadManager(settings=settings)
+    app = create_app(manager, api_key=api_key, origin=f"http://{host}:{port}")
+    print(banner(host, port, settings), flush=True)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve()

@@ -1,0 +1,101 @@
+"""``scratchpad serve`` as a real process on a loopback port."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.process_helpers import process_gone
+
+KEY = "loopback-key"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    port = free_port()
+    env = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "home"), "SCRATCHPAD_API_KEY": KEY}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            pytest.fail(f"the server did not come up: {process.communicate()[0]}")
+        time.sleep(0.1)
+    yield url, process
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def test_a_dropped_client_does_not_lose_the_cell_and_shutdown_closes_pads(
+    server: tuple[str, subprocess.Popen[str]],
+) -> None:
+    url, process = server
+    headers = {"Authorization": f"Bearer {KEY}"}
+    code = "import os, time\nprogress('started')\ntime.sleep(0.5)\nos.getpid()"
+    with httpx.stream(
+        "POST",
+        f"{url}/scratchpad/execute-stream",
+        headers=headers,
+        json={"name": "p", "code": code},
+        timeout=30,
+    ) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                assert json.loads(line[6:]) == {"type": "progress", "message": "started"}
+                break  # the client goes away mid-cell
+    deadline = time.monotonic() + 20
+    cells: list[dict[str, object]] = []
+    while not cells and time.monotonic() < deadline:
+        cells = httpx.get(f"{url}/v1/pads/p", headers=headers).json()["cells"]
+        time.sleep(0.1)
+    assert cells and cells[0]["status"] == "ok"
+    kernel_pid = int(str(cells[0]["result"]))
+    assert not process_gone(kernel_pid)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) in (0, -signal.SIGTERM)  # uvicorn re-raises it when done
+    assert process_gone(kernel_pid)  # graceful shutdown closed the pad
+    assert "Scratchpad serving on" in (process.stdout.read() if process.stdout else "")
+
+
+def test_binding_beyond_loopback_needs_a_configured_key(tmp_path: Path) -> None:
+    env = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "home")}
+    env.pop("SCRATCHPAD_API_KEY", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "scratchpad.cli", "serve", "--host", "0.0.0.0", "--port", "9"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "refusing to listen on 0.0.0.0 without SCRATCHPAD_API_KEY" in done.stderr
