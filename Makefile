@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: setup
-	$(BIN)/scratchpad demo
+	$(BIN)/scratchpad serve
 
 lint: setup
 	$(BIN)/ruff check src tests bench
