@@ -7,8 +7,9 @@ environment. Tests build their own instance with small limits.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from scratchpad.errors import ConfigError
@@ -60,6 +61,11 @@ class Settings(BaseSettings):
         100_000, ge=1, description="Largest answer of read(mode='full')."
     )
 
+    # Where pads run: here, or on a Scratchpad server.
+    backend: Literal["local", "remote"] = Field("local", description="local or remote pads.")
+    remote_url: str | None = Field(None, description="The pad server, e.g. http://host:8765.")
+    remote_api_key: str | None = Field(None, description="Bearer key of the pad server.")
+
     # The HTTP server.
     api_key: str | None = Field(
         None, description="Bearer key of the server; generated into <home>/api_key if unset."
@@ -81,6 +87,21 @@ class Settings(BaseSettings):
     def observations_path(self) -> Path:
         return self.observations_db or self.home / "observations.db"
 
+    @model_validator(mode="after")
+    def _remote_needs_a_server(self) -> Settings:
+        if self.backend == "remote":
+            missing = [
+                name
+                for name, value in (
+                    ("SCRATCHPAD_REMOTE_URL", self.remote_url),
+                    ("SCRATCHPAD_REMOTE_API_KEY", self.remote_api_key),
+                )
+                if not value
+            ]
+            if missing:
+                raise ValueError(f"SCRATCHPAD_BACKEND=remote needs {' and '.join(missing)}")
+        return self
+
     @field_validator("home", mode="after")
     @classmethod
     def _expand_home(cls, value: Path) -> Path:
@@ -94,6 +115,8 @@ class Settings(BaseSettings):
         except ValidationError as exc:
             problems = "; ".join(
                 f"SCRATCHPAD_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
+                if err["loc"]
+                else str(err["msg"]).removeprefix("Value error, ")
                 for err in exc.errors()
             )
             raise ConfigError(

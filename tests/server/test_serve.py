@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,44 +15,15 @@ import httpx
 import pytest
 
 from tests.process_helpers import process_gone
+from tests.server_helpers import running_server
 
 KEY = "loopback-key"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    port = free_port()
-    env = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "home"), "SCRATCHPAD_API_KEY": KEY}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline or process.poll() is not None:
-            process.kill()
-            pytest.fail(f"the server did not come up: {process.communicate()[0]}")
-        time.sleep(0.1)
-    yield url, process
-    if process.poll() is None:
-        process.kill()
-        process.wait()
+    with running_server(tmp_path / "home", tmp_path, KEY) as running:
+        yield running
 
 
 def test_a_dropped_client_does_not_lose_the_cell_and_shutdown_closes_pads(

@@ -61,6 +61,18 @@ def local_factory(settings: Settings, cwd: Path) -> RuntimeFactory:
     return build
 
 
+def remote_factory(settings: Settings) -> RuntimeFactory:
+    """Pads on the server named by SCRATCHPAD_REMOTE_URL."""
+    from scratchpad.runtime.remote import RemoteRuntime
+
+    url, key = settings.remote_url or "", settings.remote_api_key or ""
+
+    def build(name: str) -> ScratchpadRuntime:
+        return RemoteRuntime(name, url=url, api_key=key, compact_keep=settings.compact_keep_cells)
+
+    return build
+
+
 class ScratchpadManager:
     """Maps pad names to running runtimes; creates them on demand, once per name.
 
@@ -85,7 +97,10 @@ class ScratchpadManager:
             self.workspace = None
             cwd = Path.cwd()
         self.settings = settings
-        self._factory = runtime_factory or local_factory(settings, cwd)
+        if runtime_factory is None:
+            remote = settings.backend == "remote"
+            runtime_factory = remote_factory(settings) if remote else local_factory(settings, cwd)
+        self._factory = runtime_factory
         self._pads: dict[str, ScratchpadRuntime] = {}
         self._starting: dict[str, asyncio.Task[ScratchpadRuntime]] = {}
         self._stopping: dict[str, asyncio.Future[None]] = {}

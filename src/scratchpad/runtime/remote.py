@@ -1,0 +1,175 @@
+"""RemoteRuntime: a pad on a Scratchpad server (or any server speaking the remote-backend
+protocol of DESIGN.md), driven over HTTP and server-sent events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import httpx
+from httpx_sse import SSEError, aconnect_sse
+
+from scratchpad.errors import (
+    ConfigError,
+    InvalidInputError,
+    PadClosedError,
+    PadError,
+    PadNotFoundError,
+    ScratchpadError,
+)
+from scratchpad.runtime.base import ScratchpadRuntime, check_execute_args
+from scratchpad.runtime.cell import Cell, ProgressEvent, StreamItem
+
+CONNECT_TIMEOUT_S = 30.0
+
+
+class RemoteRuntime(ScratchpadRuntime):
+    """The runtime contract over HTTP; cells are kept locally as they come back."""
+
+    def __init__(self, name: str, *, url: str, api_key: str, compact_keep: int = 5) -> None:
+        super().__init__(name, compact_keep=compact_keep)
+        self.url = url.rstrip("/")
+        self._client = httpx.AsyncClient(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {api_key}"},
+            timeout=httpx.Timeout(CONNECT_TIMEOUT_S, read=None),  # cells may run for an hour
+        )
+        self._order = asyncio.Lock()  # cells of one pad go out in call order
+        self._running = 0
+        self._closed = False
+        self._destroyed = False
+
+    @property
+    def busy(self) -> bool:
+        return self._running > 0
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._destroyed
+
+    async def start(self) -> None:
+        if self._destroyed:
+            raise PadClosedError(f"pad {self.name!r} was removed; create it again to use it")
+        await self._post("/scratchpad/start", {"name": self.name})
+        self._closed = False
+
+    async def reset(self) -> None:
+        await self._post("/scratchpad/reset", {"name": self.name})
+        self.cells = []
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._post("/scratchpad/close", {"name": self.name})
+
+    async def cancel(self) -> None:
+        await self._post("/scratchpad/cancel", {"name": self.name})
+
+    async def cleanup(self) -> None:
+        self._closed = self._destroyed = True
+        try:
+            await self._post("/scratchpad/cleanup", {"name": self.name})
+        finally:
+            await self._client.aclose()
+
+    async def install_packages(self, packages: list[str]) -> str:
+        answer = await self._post("/scratchpad/install", {"name": self.name, "packages": packages})
+        return str(answer.get("result", ""))
+
+    async def execute_streaming(
+        self,
+        code: str,
+        *,
+        description: str = "",
+        estimated_time: str = "",
+        estimated_seconds: float = 0.0,
+    ) -> AsyncGenerator[StreamItem, None]:
+        check_execute_args(code, description, estimated_seconds)
+        if self.closed:
+            raise PadClosedError(f"pad {self.name!r} is closed; start it again to run cells")
+        body = {
+            "name": self.name,
+            "code": code,
+            "description": description,
+            "estimated_time": estimated_time
+            or (f"{estimated_seconds:g}s" if estimated_seconds else ""),
+            "estimated_seconds": estimated_seconds,
+        }
+        async with self._order:
+            self._running += 1
+            try:
+                async for item in self._stream(body):
+                    yield item
+            finally:
+                self._running -= 1
+
+    async def _stream(self, body: dict[str, Any]) -> AsyncGenerator[StreamItem, None]:
+        try:
+            async with aconnect_sse(
+                self._client, "POST", "/scratchpad/execute-stream", json=body
+            ) as source:
+                if source.response.status_code >= 400:
+                    await source.response.aread()
+                    raise _error(source.response)
+                async for event in source.aiter_sse():
+                    message = json.loads(event.data)
+                    kind = message.get("type")
+                    if kind == "progress":
+                        yield ProgressEvent(str(message.get("message", "")))
+                    elif kind == "cell":
+                        cell = Cell.from_dict(message["cell"])
+                        self.cells.append(cell)
+                        yield cell
+                        return
+                    elif kind == "error":
+                        raise PadError(f"pad {self.name!r}: {message.get('error')}")
+        except (httpx.HTTPError, SSEError, ValueError) as exc:
+            lost = Cell(
+                code=body["code"],
+                description=body["description"],
+                status="killed",
+                error=f"The server at {self.url} went away during this cell ({exc!r}); "
+                "its result is unknown. Check the server and run the cell again.\n",
+            )
+            self.cells.append(lost)
+            yield lost
+            return
+        lost = Cell(
+            code=body["code"],
+            description=body["description"],
+            status="killed",
+            error=f"The server at {self.url} ended the stream without a result.\n",
+        )
+        self.cells.append(lost)
+        yield lost
+
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = await self._client.post(path, json=body)
+        except httpx.HTTPError as exc:
+            raise PadError(f"cannot reach the pad server at {self.url}: {exc!r}") from exc
+        if response.status_code >= 400:
+            raise _error(response)
+        answer = response.json()
+        return answer if isinstance(answer, dict) else {}
+
+
+def _error(response: httpx.Response) -> ScratchpadError:
+    """The error tree's class for an HTTP error answer, with the server's own words."""
+    try:
+        message = str(response.json().get("error") or response.text)
+    except ValueError:
+        message = response.text or response.reason_phrase
+    status = response.status_code
+    if status == 401:
+        return ConfigError(
+            f"the pad server refused the key ({message}); check SCRATCHPAD_REMOTE_API_KEY"
+        )
+    if status == 404:
+        return PadNotFoundError(message)
+    if status in (400, 413, 422):
+        return InvalidInputError(message)
+    if status == 409:
+        return PadClosedError(message)
+    return PadError(f"the pad server answered {status}: {message}")

@@ -1,0 +1,57 @@
+"""Start a real ``scratchpad serve`` on a free loopback port, for tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def running_server(home: Path, cwd: Path, key: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """(url, process) of a server whose pads live in ``home`` and run in ``cwd``."""
+    port = free_port()
+    env = {**os.environ, "SCRATCHPAD_HOME": str(home), "SCRATCHPAD_API_KEY": key}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process)
+        yield url, process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            raise RuntimeError(f"the server did not come up: {process.communicate()[0]}")
+        time.sleep(0.05)
