@@ -1,4 +1,9 @@
-"""Session events and the subscribers that receive them."""
+"""Session events and the subscribers that receive them.
+
+Kinds: text_delta, tool_call, tool_progress, tool_result, scratchpad_call, scratchpad_result,
+scratchpad_killed, scratchpad_reset, scratchpad_empty_code, cap_exhausted, history_repair,
+turn_end.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger(__name__)
-
-EVENT_KINDS = (
-    "text_delta",
-    "tool_call",
-    "tool_progress",
-    "tool_result",
-    "scratchpad_call",
-    "scratchpad_result",
-    "scratchpad_killed",
-    "scratchpad_reset",
-    "scratchpad_empty_code",
-    "cap_exhausted",
-    "history_repair",
-    "turn_end",
-)
 
 Subscriber = Callable[["SessionEvent"], None]
 

@@ -192,7 +192,7 @@ class Session:
             outcome = await self._run_call(call, context, truncated)
             outcome = self._track_failures(call.name, outcome)
             blocks = _scrubbed(outcome, self.scrub)
-            shown = self.scrub(outcome.text)
+            shown = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
             images = [b for b in blocks if isinstance(b, ImageBlock)]
             emit(
                 "tool_result", id=call.id, name=call.name, ok=outcome.ok, text=shown, images=images

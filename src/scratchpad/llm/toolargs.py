@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from scratchpad.llm.messages import ToolCall
+
 CLOSERS = {"{": "}", "[": "]"}
 LITERALS = ("true", "false", "null")
 NUMBER_TAIL = "-+.eE"
@@ -47,6 +49,12 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> ParsedArguments:
         if isinstance(value, dict):
             return ParsedArguments(value, repaired=True)
     return ParsedArguments({}, f"arguments are not valid JSON ({strict_error})")
+
+
+def tool_call(name: str, raw: str | dict[str, Any] | None, call_id: str) -> ToolCall:
+    """A ToolCall from raw arguments as a stream or an API delivered them."""
+    parsed = parse_arguments(raw)
+    return ToolCall(name, parsed.input, call_id, parsed.parse_error, parsed.repaired)
 
 
 def repair_json(raw: str) -> str | None:

@@ -7,6 +7,7 @@ a concurrent gc can never hand back half an entry.
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import sqlite3
@@ -89,43 +90,67 @@ class ObservationStore:
         ttl_seconds: float | None = None,
     ) -> str:
         """Store ``content`` (text, or bytes for binary) for a turn; the new entry's id."""
+        return self._insert(content, turn_id, step_num, tool, metadata, ttl_seconds).id
+
+    def _insert(
+        self,
+        content: str | bytes,
+        turn_id: str,
+        step_num: int | None,
+        tool: str | None,
+        metadata: dict[str, Any] | None,
+        ttl_seconds: float | None,
+    ) -> ObservationInfo:
+        """Write one entry; its description, built here rather than read back."""
         check_put(content, turn_id, step_num, tool, metadata, ttl_seconds)
         prepared = prepare(content, self.chunk_bytes)
         metadata_text = metadata_json(metadata)
-        entry_id = secrets.token_hex(8)
         now = time.time()
         ttl = ttl_seconds if ttl_seconds is not None else self.settings.observation_ttl_s
-        summary = summarize(content if isinstance(content, str) else bytes(content))
+        summary = _storable(summarize(content if isinstance(content, str) else bytes(content)))
+        info = ObservationInfo(
+            secrets.token_hex(8),
+            turn_id,
+            step_num,
+            tool,
+            prepared.kind,
+            prepared.size_bytes,
+            prepared.char_count,
+            prepared.line_count,
+            summary,
+            json.loads(metadata_text),
+            now,
+            now + ttl,
+        )
         with self._pool.writing() as connection:
             connection.execute(
-                "INSERT INTO entries (id, turn_id, step_num, tool, content_kind, content, "
-                "size_bytes, char_count, line_count, summary, metadata, created_at, expires_at) "
+                f"INSERT INTO entries ({INFO_COLUMNS}, content) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    entry_id,
+                    info.id,
                     turn_id,
                     step_num,
                     tool,
-                    prepared.kind,
-                    prepared.inline,
-                    prepared.size_bytes,
-                    prepared.char_count,
-                    prepared.line_count,
-                    _storable(summary),
+                    info.kind,
+                    info.size_bytes,
+                    info.char_count,
+                    info.line_count,
+                    summary,
                     metadata_text,
                     now,
-                    now + ttl,
+                    info.expires_at,
+                    prepared.inline,
                 ),
             )
             connection.executemany(
                 "INSERT INTO content_chunks (entry_id, seq, byte_start, char_start, line_start, "
                 "data) VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    (entry_id, c.seq, c.byte_start, c.char_start, c.line_start, c.data)
+                    (info.id, c.seq, c.byte_start, c.char_start, c.line_start, c.data)
                     for c in prepared.chunks
                 ),
             )
-        return entry_id
+        return info
 
     def gc(self) -> int:
         """Delete expired entries (and their chunks); how many went."""
@@ -150,13 +175,10 @@ class ObservationStore:
             return observation
         content, metadata = split_observation(observation, threshold)
         stored_metadata = {"ok": observation["ok"], **metadata} if "ok" in observation else metadata
-        entry_id = self.put(
-            content, turn_id=turn_id, step_num=step_num, tool=tool, metadata=stored_metadata
-        )
-        info = self.info(entry_id)
+        info = self._insert(content, turn_id, step_num, tool, stored_metadata, None)
         return synthetic_observation(
             observation,
-            observation_id=entry_id,
+            observation_id=info.id,
             kind=info.kind,
             size_bytes=info.size_bytes,
             summary=info.summary,

@@ -217,15 +217,12 @@ class KernelProcess:
         elif event[0] in ("stdout", "stderr"):
             self._queued_bytes += len(event[1])
         self._events.append(event)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        self.wake()
 
     def wake(self) -> None:
-        """Make a pending :meth:`next_event` return None now (used by cancel)."""
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        """Make a pending :meth:`next_event` return now (None when nothing is queued)."""
+        if self._waiter is not None:
+            _resolve(self._waiter)
 
     async def next_event(self, deadline: float | None) -> Event | None:
         """The next event, or None when ``deadline`` (loop time) passed or :meth:`wake` ran."""

@@ -187,11 +187,10 @@ class ScratchpadManager:
 
     async def close_all(self) -> None:
         """Stop every kernel (environments are kept). Safe to call twice."""
-        pads = list(self._pads.values())
-        self._pads.clear()
-        for task in list(self._starting.values()):
+        for task in list(self._starting.values()):  # pads still starting join the others
             with contextlib.suppress(Exception):
-                pads.append(await task)
+                await task
+        pads = list(self._pads.values())
         self._pads.clear()
         await asyncio.gather(*(pad.close() for pad in pads), return_exceptions=True)
 

@@ -125,24 +125,20 @@ class RemoteRuntime(ScratchpadRuntime):
                     elif kind == "error":
                         raise PadError(f"pad {self.name!r}: {message.get('error')}")
         except (httpx.HTTPError, SSEError, ValueError) as exc:
-            lost = Cell(
-                code=body["code"],
-                description=body["description"],
-                status="killed",
-                error=f"The server at {self.url} went away during this cell ({exc!r}); "
-                "its result is unknown. Check the server and run the cell again.\n",
-            )
-            self.cells.append(lost)
-            yield lost
+            yield self._lost(body, f"went away during this cell ({exc!r}); its result is unknown")
             return
-        lost = Cell(
+        yield self._lost(body, "ended the stream without a result")
+
+    def _lost(self, body: dict[str, Any], what: str) -> Cell:
+        """A cell whose fate the server did not report: killed, saying why."""
+        cell = Cell(
             code=body["code"],
             description=body["description"],
             status="killed",
-            error=f"The server at {self.url} ended the stream without a result.\n",
+            error=f"The server at {self.url} {what}. Check it and run the cell again.\n",
         )
-        self.cells.append(lost)
-        yield lost
+        self.cells.append(cell)
+        return cell
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:

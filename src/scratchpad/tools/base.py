@@ -7,8 +7,8 @@ generator that yields progress strings and then its result as the last item.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from scratchpad.llm.messages import ImageBlock, TextBlock, ToolSpec
 
@@ -33,13 +33,6 @@ class ToolOutcome:
         return "\n".join(b.text for b in self.blocks() if isinstance(b, TextBlock))
 
 
-class ToolContext(Protocol):
-    """What a handler may use from the session running it."""
-
-    def progress(self, message: str) -> None:
-        """Report progress of a long call (shown live, never sent to the model)."""
-
-
 HandlerResult = ResultContent | ToolOutcome
 Handler = Callable[[Any, dict[str, Any]], Awaitable[HandlerResult] | AsyncIterator[Any]]
 
@@ -55,7 +48,6 @@ class ToolDef:
     handler: Handler
     prompt: str | None = None
     offered: Callable[[Any], bool] | None = None  # shown to the model only when true
-    metadata: dict[str, Any] = field(default_factory=dict)
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.input_schema)

@@ -43,15 +43,20 @@ def cell_outcome(cell: Cell, pad: str, context: ToolSessionContext) -> ToolOutco
         )
         if "observation_id" in shown:
             text = offloaded_text(shown)
-    blocks: list[TextBlock | ImageBlock] = [TextBlock(text)]
-    for bundle in cell.outputs:
-        for mime in IMAGE_MIMES:
-            if isinstance(bundle.get(mime), str):
-                blocks.append(ImageBlock(mime, bundle[mime]))
-                break
+    blocks: list[TextBlock | ImageBlock] = [TextBlock(text), *image_blocks(cell)]
     return ToolOutcome(
         blocks if len(blocks) > 1 else text, ok=cell.ok, reason=None if cell.ok else cell.status
     )
+
+
+def image_blocks(cell: Cell) -> list[ImageBlock]:
+    """The cell's image outputs (one per display, PNG preferred) as image blocks."""
+    blocks = []
+    for bundle in cell.outputs:
+        mime = next((m for m in IMAGE_MIMES if isinstance(bundle.get(m), str)), None)
+        if mime is not None:
+            blocks.append(ImageBlock(mime, bundle[mime]))
+    return blocks
 
 
 def offloaded_text(shown: dict[str, object]) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from scratchpad.errors import InvalidInputError
 from scratchpad.llm.messages import ImageBlock, TextBlock
 from scratchpad.tools.base import ToolDef
+from scratchpad.tools.cell_result import image_blocks
 from scratchpad.tools.context import ToolSessionContext
 
 NAME = "read_image"
@@ -72,14 +73,8 @@ def _from_pad(
         raise InvalidInputError(
             f"pad {name!r} has {len(pad.cells)} cells; no cell {index}"
         ) from None
-    images = [
-        (mime, bundle[mime])
-        for bundle in cell.outputs
-        for mime in ("image/png", "image/jpeg")
-        if isinstance(bundle.get(mime), str)
-    ]
+    images = image_blocks(cell)
     which = tool_input.get("output", 0)
     if not images or not 0 <= which < len(images):
         raise InvalidInputError(f"cell {index} of pad {name!r} has {len(images)} image outputs")
-    mime, data = images[which]
-    return [TextBlock(f"image {which} of cell {index} in pad {name!r}"), ImageBlock(mime, data)]
+    return [TextBlock(f"image {which} of cell {index} in pad {name!r}"), images[which]]

@@ -7,10 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from scratchpad.errors import (
-    ConfigError,
     LLMAuthError,
 )
-from scratchpad.llm.adapters.base import SDKProvider
+from scratchpad.llm.adapters.base import SDKProvider, import_sdk
 from scratchpad.llm.messages import (
     Block,
     ImageBlock,
@@ -29,7 +28,7 @@ from scratchpad.llm.messages import (
     Usage,
 )
 from scratchpad.llm.provider import ToolChoice
-from scratchpad.llm.toolargs import parse_arguments
+from scratchpad.llm.toolargs import tool_call
 
 WEB_SEARCH_TOOL = "web_search_20250305"
 STOP_REASONS: dict[str, StopReason] = {
@@ -53,12 +52,7 @@ class AnthropicProvider(SDKProvider):
         timeout_s: float = 600.0,
         retry_budget_s: float = 60.0,
     ) -> None:
-        try:
-            import anthropic
-        except ImportError as exc:
-            raise ConfigError(
-                "the anthropic SDK is not installed: pip install 'scratchpad[anthropic]'"
-            ) from exc
+        anthropic = import_sdk("anthropic")
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
             raise LLMAuthError("no Anthropic API key: set ANTHROPIC_API_KEY")
@@ -226,10 +220,7 @@ class _StreamBuilder:
 
     @staticmethod
     def _call(block: dict[str, Any]) -> ToolCall:
-        parsed = parse_arguments(block["json"])
-        return ToolCall(
-            block["name"], parsed.input, block["id"], parsed.parse_error, parsed.repaired
-        )
+        return tool_call(block["name"], block["json"], block["id"])
 
     def finish(self) -> list[StreamEvent]:
         return []  # tool calls ended with their content blocks

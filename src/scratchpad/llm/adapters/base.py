@@ -6,11 +6,13 @@ An adapter says how to build a request (``_params``), send it (``_create``), rea
 
 from __future__ import annotations
 
+import importlib
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
 from scratchpad.errors import (
+    ConfigError,
     LLMAuthError,
     LLMContextOverflowError,
     LLMError,
@@ -132,6 +134,16 @@ class SDKProvider(Provider):
         for item in builder.finish():
             yield item
         yield Complete(builder.response())
+
+
+def import_sdk(module: str) -> Any:
+    """The provider SDK, or a ConfigError naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(
+            f"the {module} SDK is not installed: pip install 'scratchpad[{module}]'"
+        ) from exc
 
 
 def retry_after(exc: Any) -> float | None:

@@ -16,7 +16,7 @@ from scratchpad.errors import (
     LLMAuthError,
     LLMError,
 )
-from scratchpad.llm.adapters.base import SDKProvider
+from scratchpad.llm.adapters.base import SDKProvider, import_sdk
 from scratchpad.llm.messages import (
     Block,
     ImageBlock,
@@ -36,7 +36,7 @@ from scratchpad.llm.messages import (
     Usage,
 )
 from scratchpad.llm.provider import ToolChoice
-from scratchpad.llm.toolargs import parse_arguments
+from scratchpad.llm.toolargs import tool_call
 
 FINISH_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -60,12 +60,7 @@ class OpenAIProvider(SDKProvider):
         timeout_s: float = 600.0,
         retry_budget_s: float = 60.0,
     ) -> None:
-        try:
-            import openai
-        except ImportError as exc:
-            raise ConfigError(
-                "the openai SDK is not installed: pip install 'scratchpad[openai]'"
-            ) from exc
+        openai = import_sdk("openai")
         key = api_key or os.environ.get("OPENAI_API_KEY")
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         if compatible and not base_url:
@@ -188,17 +183,12 @@ def _response(reply: Any) -> Response:
     if choice.message.content:
         blocks.append(TextBlock(choice.message.content))
     calls = [
-        _call(c.function.name, c.function.arguments, c.id)
+        tool_call(c.function.name, c.function.arguments, c.id)
         for c in (choice.message.tool_calls or [])
     ]
     blocks.extend(ToolUseBlock(c.id, c.name, c.input) for c in calls)
     stop = FINISH_REASONS.get(choice.finish_reason or "", "other")
     return Response(tuple(blocks), tuple(calls), _usage(reply.usage), stop)
-
-
-def _call(name: str, arguments: str | None, call_id: str) -> ToolCall:
-    parsed = parse_arguments(arguments)
-    return ToolCall(name, parsed.input, call_id, parsed.parse_error, parsed.repaired)
 
 
 def _usage(usage: Any) -> Usage:
@@ -256,7 +246,7 @@ class _StreamBuilder:
         return [ToolUseEnd(call) for call in self._calls()]
 
     def _calls(self) -> list[ToolCall]:
-        return [_call(c["name"], c["arguments"], c["id"]) for c in self.calls]
+        return [tool_call(c["name"], c["arguments"], c["id"]) for c in self.calls]
 
     def response(self) -> Response:
         calls = self._calls()
