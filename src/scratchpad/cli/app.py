@@ -202,6 +202,20 @@ def serve(
         pass
 
 
+@app.command("mcp")
+def mcp_stdio() -> None:
+    """Serve pads to an MCP client over standard input/output (e.g. Claude Desktop)."""
+    from scratchpad.server.mcp_server import serve_stdio
+
+    try:
+        asyncio.run(serve_stdio())
+    except ScratchpadError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        pass
+
+
 @app.command()
 def demo() -> None:
     """A short tour: a pad keeps state, reports an error, draws a plot."""

@@ -1,6 +1,7 @@
-"""The ASGI app: the remote-backend protocol (``/scratchpad/*``), read endpoints (``/v1/*``)
-and ``/healthz``. Every route but ``/healthz`` needs the bearer key; every failure answers a
-4xx/5xx JSON body ``{"error": ...}`` that says what was wrong.
+"""The ASGI app: the remote-backend protocol (``/scratchpad/*``), read endpoints (``/v1/*``),
+MCP over streamable HTTP (``/mcp``) and ``/healthz``. Every route but ``/healthz`` needs the
+bearer key; every failure answers a 4xx/5xx JSON body ``{"error": ...}`` that says what was
+wrong (MCP answers in its own protocol once past the key check).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 from sse_starlette.sse import EventSourceResponse
+from starlette.routing import Route
 
 from scratchpad.errors import (
     InvalidInputError,
@@ -23,10 +25,12 @@ from scratchpad.errors import (
     PadNotFoundError,
     ScratchpadError,
 )
+from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.cell import Cell, ProgressEvent
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.names import validate_pad_name
 from scratchpad.server.auth import authorized
+from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
 
 OPEN_PATHS = {"/healthz"}
 
@@ -54,14 +58,23 @@ class ExecuteRequest(PadRequest):
     estimated_seconds: float = 0.0
 
 
-def create_app(manager: ScratchpadManager, *, api_key: str, origin: str | None = None) -> FastAPI:
-    """The server for ``manager``'s pads, guarded by ``api_key``. Browsers may call it only
-    from ``origin`` (the server's own); shutting down closes every pad (venvs are kept)."""
+def create_app(
+    manager: ScratchpadManager,
+    *,
+    api_key: str,
+    origin: str | None = None,
+    store: ObservationStore | None = None,
+) -> FastAPI:
+    """The server for ``manager``'s pads (and ``store``'s observations, read over MCP),
+    guarded by ``api_key``. Browsers may call it only from ``origin`` (the server's own);
+    shutting down closes every pad (venvs are kept)."""
+    mcp_endpoint, mcp_sessions = streamable_http_app(create_mcp_server(manager, store))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            yield
+            async with mcp_sessions.run():
+                yield
         finally:
             await manager.close_all()
 
@@ -94,6 +107,7 @@ def create_app(manager: ScratchpadManager, *, api_key: str, origin: str | None =
 
     _protocol_routes(app, manager)
     _read_routes(app, manager)
+    app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint))
     return app
 
 

@@ -8,6 +8,7 @@ import uvicorn
 
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError
+from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.app import create_app
 from scratchpad.server.auth import key_path, resolve_api_key
@@ -40,6 +41,7 @@ def banner(host: str, port: int, settings: Settings) -> str:
     return (
         f"Scratchpad serving on {url}\n"
         f"  API key: {where}\n"
+        f"  MCP:     {url}/mcp (streamable HTTP, same key)\n"
         f"  health:  {url}/healthz   API docs: {url}/docs"
     )
 
@@ -49,7 +51,8 @@ async def serve(host: str, port: int, settings: Settings | None = None) -> None:
     check_binding(host, settings)
     api_key = resolve_api_key(settings)
     manager = ScratchpadManager(settings=settings)
-    app = create_app(manager, api_key=api_key, origin=f"http://{host}:{port}")
-    print(banner(host, port, settings), flush=True)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    with ObservationStore(settings=settings) as store:
+        app = create_app(manager, api_key=api_key, origin=f"http://{host}:{port}", store=store)
+        print(banner(host, port, settings), flush=True)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        await uvicorn.Server(config).serve()

@@ -1,0 +1,138 @@
+"""The MCP server: the ``scratchpad`` and ``read_observation`` tools over the Model Context
+Protocol, through the official SDK's low-level server so MCP clients see the very schemas and
+answers the tool registry gives our own agent loop.
+
+Calls run through :class:`ToolRegistry` dispatch, so bad input and tool failures come back as
+error results the model can read. MCP calls carry no conversation, so each call gets a fresh
+tool context (the agent loop's one-time question before a second pad name is not asked); large
+outputs are saved under one turn id, ``mcp``, so a later call can read them back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+
+from scratchpad import __version__
+from scratchpad.config import Settings
+from scratchpad.llm.messages import ImageBlock, TextBlock
+from scratchpad.observations.store import ObservationStore
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.tools.base import ToolOutcome
+from scratchpad.tools.context import ToolSessionContext
+from scratchpad.tools.observation_tool import read_observation_tool
+from scratchpad.tools.registry import ToolRegistry
+from scratchpad.tools.scratchpad_tool import scratchpad_tool
+
+SERVER_NAME = "scratchpad"
+TURN_ID = "mcp"
+INSTRUCTIONS = (
+    "Persistent Python pads: call `scratchpad` with action exec to run code; variables stay "
+    "between calls to the same pad name. Large outputs are saved as observations; read them "
+    "with `read_observation`."
+)
+
+
+def create_mcp_server(
+    manager: ScratchpadManager, store: ObservationStore | None = None
+) -> Server[Any]:
+    """An MCP server over ``manager``'s pads (and ``store``'s observations, when given)."""
+    registry = ToolRegistry([scratchpad_tool(manager)])
+    if store is not None:
+        registry.register(read_observation_tool())
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
+                for t in registry.offered()
+            ]
+        )
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        progress = ProgressRelay(ctx)
+        context = ToolSessionContext(
+            manager=manager, store=store, turn_id=TURN_ID, on_progress=progress.put
+        )
+        try:
+            outcome = await registry.dispatch(params.name, params.arguments or {}, context)
+        finally:
+            await progress.finish()
+        return call_result(outcome)
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+class ProgressRelay:
+    """Sends a tool's progress messages as MCP progress notifications, in order, from one
+    task; the tool's callback is synchronous and must never wait on the client."""
+
+    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
+        self._ctx = ctx
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._sender = asyncio.create_task(self._send())
+
+    def put(self, message: str) -> None:
+        self._queue.put_nowait(message)
+
+    async def finish(self) -> None:
+        self._queue.put_nowait(None)
+        await self._sender
+
+    async def _send(self) -> None:
+        count = 0
+        while (message := await self._queue.get()) is not None:
+            count += 1
+            try:
+                await self._ctx.session.report_progress(count, None, message)
+            except Exception:  # a client that went away must not fail the call
+                continue
+
+
+def call_result(outcome: ToolOutcome) -> types.CallToolResult:
+    """A tool outcome as MCP content: text blocks, and images as image content."""
+    content: list[types.ContentBlock] = []
+    for block in outcome.blocks():
+        if isinstance(block, TextBlock):
+            content.append(types.TextContent(text=block.text))
+        elif isinstance(block, ImageBlock):
+            content.append(types.ImageContent(data=block.data, mime_type=block.media_type))
+    return types.CallToolResult(content=content, is_error=not outcome.ok)
+
+
+def streamable_http_app(
+    server: Server[Any],
+) -> tuple[StreamableHTTPASGIApp, StreamableHTTPSessionManager]:
+    """The ASGI endpoint for ``/mcp`` and the session manager whose ``run()`` must wrap the
+    host app's lifespan. DNS-rebinding checks are left to the host app: it requires the
+    bearer key on every request and allows only its own origin."""
+    sessions = StreamableHTTPSessionManager(app=server)
+    return StreamableHTTPASGIApp(sessions), sessions
+
+
+async def serve_stdio(settings: Settings | None = None) -> None:
+    """``scratchpad mcp``: serve pads over this process's stdin/stdout until the client closes
+    them, then close every pad (venvs are kept)."""
+    settings = settings or Settings.load()
+    with ObservationStore(settings=settings) as store:
+        async with ScratchpadManager(settings=settings) as manager:
+            server = create_mcp_server(manager, store)
+            async with stdio_server() as (read_stream, write_stream):
+                options = server.create_initialization_options()
+                await server.run(read_stream, write_stream, options)
