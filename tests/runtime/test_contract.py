@@ -12,7 +12,6 @@ import pytest
 from scratchpad import Cell, DisplayEvent, OutputEvent, ProgressEvent
 from scratchpad.errors import InvalidInputError, PadClosedError
 from scratchpad.runtime.base import ScratchpadRuntime
-from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from tests.conftest import wait_until_busy
 from tests.server_helpers import running_server
@@ -41,12 +40,6 @@ async def pad(
             yield await remote.get_or_create("main")
         finally:
             await remote.close_all()
-
-
-def streams_output(pad: ScratchpadRuntime) -> None:
-    """Skip where the backend's protocol carries no output events (remote: progress only)."""
-    if not isinstance(pad, LocalRuntime):
-        pytest.skip("the remote-backend protocol streams progress frames only")
 
 
 async def test_state_persists_between_cells(pad: ScratchpadRuntime) -> None:
@@ -99,7 +92,6 @@ async def test_syntax_error_is_reported(pad: ScratchpadRuntime) -> None:
 
 
 async def test_stdout_and_stderr_are_separate_and_streamed(pad: ScratchpadRuntime) -> None:
-    streams_output(pad)
     code = "import sys\nprint('out')\nprint('err', file=sys.stderr)"
     items = [item async for item in pad.execute_streaming(code)]
     assert isinstance(items[-1], Cell)
@@ -125,7 +117,6 @@ async def test_output_from_c_level_and_child_processes_is_captured(pad: Scratchp
 
 
 async def test_output_streams_while_the_cell_runs(pad: ScratchpadRuntime) -> None:
-    streams_output(pad)
     code = "import time\nprint('early')\ntime.sleep(1.5)\nprint('late')"
     stream = pad.execute_streaming(code)
     first = await asyncio.wait_for(anext(stream), timeout=1.0)  # before the sleep ends
@@ -143,7 +134,6 @@ async def test_progress_is_streamed_and_logged(pad: ScratchpadRuntime) -> None:
 
 
 async def test_display_sends_rich_bundles(pad: ScratchpadRuntime) -> None:
-    streams_output(pad)
     code = (
         "class Card:\n"
         "    def _repr_html_(self):\n"

@@ -55,6 +55,24 @@ async def test_execute_stream_keeps_state_and_ends_with_one_cell(client: httpx.A
     assert (cell["result"], cell["description"], cell["estimated_time"]) == ("42", "add", "1s")
 
 
+async def test_output_and_display_frames_only_for_clients_that_ask(
+    client: httpx.AsyncClient,
+) -> None:
+    code = "print('hi')\ndisplay('shown')\nprogress('p')"
+    plain = await client.post("/scratchpad/execute-stream", json={"name": "p", "code": code})
+    assert [f["type"] for f in frames(plain.text)] == ["progress", "cell"]
+    asked = await client.post(
+        "/scratchpad/execute-stream", json={"name": "p", "code": code, "stream_output": True}
+    )
+    parsed = frames(asked.text)
+    assert parsed[:3] == [
+        {"type": "output", "stream": "stdout", "text": "hi\n"},
+        {"type": "display", "data": {"text/plain": "'shown'"}},
+        {"type": "progress", "message": "p"},
+    ]
+    assert parsed[3]["cell"]["stdout"] == "hi\n" and len(parsed) == 4
+
+
 async def test_lifecycle_routes(client: httpx.AsyncClient, manager: ScratchpadManager) -> None:
     assert (await client.post("/scratchpad/start", json={"name": "life"})).json() == {"ok": True}
     assert manager.names() == ["life"]

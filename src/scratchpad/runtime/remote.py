@@ -20,7 +20,7 @@ from scratchpad.errors import (
     ScratchpadError,
 )
 from scratchpad.runtime.base import ScratchpadRuntime, check_execute_args
-from scratchpad.runtime.cell import Cell, ProgressEvent, StreamItem
+from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent, StreamItem
 
 CONNECT_TIMEOUT_S = 30.0
 
@@ -95,6 +95,7 @@ class RemoteRuntime(ScratchpadRuntime):
             "estimated_time": estimated_time
             or (f"{estimated_seconds:g}s" if estimated_seconds else ""),
             "estimated_seconds": estimated_seconds,
+            "stream_output": True,  # our server's extension; other servers ignore it
         }
         async with self._order:
             self._running += 1
@@ -114,16 +115,15 @@ class RemoteRuntime(ScratchpadRuntime):
                     raise _error(source.response)
                 async for event in source.aiter_sse():
                     message = json.loads(event.data)
-                    kind = message.get("type")
-                    if kind == "progress":
-                        yield ProgressEvent(str(message.get("message", "")))
-                    elif kind == "cell":
-                        cell = Cell.from_dict(message["cell"])
-                        self.cells.append(cell)
-                        yield cell
-                        return
-                    elif kind == "error":
+                    if message.get("type") == "error":
                         raise PadError(f"pad {self.name!r}: {message.get('error')}")
+                    item = _stream_item(message)
+                    if isinstance(item, Cell):
+                        self.cells.append(item)
+                        yield item
+                        return
+                    if item is not None:
+                        yield item
         except (httpx.HTTPError, SSEError, ValueError) as exc:
             yield self._lost(body, f"went away during this cell ({exc!r}); its result is unknown")
             return
@@ -149,6 +149,24 @@ class RemoteRuntime(ScratchpadRuntime):
             raise _error(response)
         answer = response.json()
         return answer if isinstance(answer, dict) else {}
+
+
+def _stream_item(message: dict[str, Any]) -> StreamItem | None:
+    """One SSE frame as a stream item (None for frame types this client does not know);
+    a malformed frame is a ValueError, reported like a broken stream."""
+    try:
+        kind = message.get("type")
+        if kind == "progress":
+            return ProgressEvent(str(message.get("message", "")))
+        if kind == "output" and message["stream"] in ("stdout", "stderr"):
+            return OutputEvent(message["stream"], str(message["text"]))
+        if kind == "display":
+            return DisplayEvent(dict(message["data"]))
+        if kind == "cell":
+            return Cell.from_dict(message["cell"])
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"malformed {message.get('type')!r} frame: {exc!r}") from exc
+    return None
 
 
 def _error(response: httpx.Response) -> ScratchpadError:

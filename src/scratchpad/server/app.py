@@ -26,7 +26,7 @@ from scratchpad.errors import (
     ScratchpadError,
 )
 from scratchpad.observations.store import ObservationStore
-from scratchpad.runtime.cell import Cell, ProgressEvent
+from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.names import validate_pad_name
 from scratchpad.server.auth import authorized
@@ -56,6 +56,9 @@ class ExecuteRequest(PadRequest):
     description: str = ""
     estimated_time: str = ""
     estimated_seconds: float = 0.0
+    # Our extension: also send output and display frames as they happen. Off by default, so
+    # clients written for the plain protocol never see frame types they do not know.
+    stream_output: bool = False
 
 
 def create_app(
@@ -150,7 +153,8 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
 
 
 async def _frames(pad: Any, body: ExecuteRequest) -> AsyncIterator[dict[str, str]]:
-    """SSE frames: progress messages, then exactly one cell (or one error)."""
+    """SSE frames: progress messages (and, when asked, output and display), then exactly one
+    cell (or one error)."""
     try:
         async for item in pad.execute_streaming(
             body.code,
@@ -160,6 +164,10 @@ async def _frames(pad: Any, body: ExecuteRequest) -> AsyncIterator[dict[str, str
         ):
             if isinstance(item, ProgressEvent):
                 yield _frame({"type": "progress", "message": item.message})
+            elif isinstance(item, OutputEvent) and body.stream_output:
+                yield _frame({"type": "output", "stream": item.stream, "text": item.text})
+            elif isinstance(item, DisplayEvent) and body.stream_output:
+                yield _frame({"type": "display", "data": item.data})
             elif isinstance(item, Cell):
                 yield _frame({"type": "cell", "cell": item.to_dict()})
     except ScratchpadError as exc:
