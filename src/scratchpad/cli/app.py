@@ -1,24 +1,28 @@
-"""CLI commands. Each one builds a manager, does its job and closes every pad it started.
-
-Until the server exists, pad commands run in this process: the pad's environment, installed
-packages and cell history persist on disk between commands; variables do not.
+"""CLI commands. Pad commands talk to the pad server (``cli.background`` finds it or starts
+one), so variables persist between two ``scratchpad exec`` calls; ``chat`` and ``demo`` run
+their pads in this process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
+from scratchpad.cli.agent import agent_app
 from scratchpad.cli.obs import obs_app
-from scratchpad.cli.output import console, fail, show_cell_end, show_event
+from scratchpad.cli.output import console, err_console, fail, show_cell_end, show_event
+from scratchpad.cli.server_cmd import server_app
+from scratchpad.config import Settings
 from scratchpad.errors import ScratchpadError
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.remote import RemoteRuntime, list_pads
 
 app = typer.Typer(
     help="Scratchpad: persistent Python pads for LLM agents.",
@@ -28,25 +32,48 @@ app = typer.Typer(
 )
 T = TypeVar("T")
 app.add_typer(obs_app, name="obs")
+app.add_typer(server_app, name="server")
+app.add_typer(agent_app, name="agent")
 
 PadArg = Annotated[str, typer.Argument(help="Pad name, e.g. 'main'.")]
 
 
+def bridge(job: Coroutine[Any, Any, T]) -> T:
+    """The CLI's one sync→async bridge: run ``job``, report errors cleanly."""
+    try:
+        return asyncio.run(job)
+    except ScratchpadError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        fail("interrupted")
+        raise typer.Exit(130) from None
+
+
 def run(job: Callable[[ScratchpadManager], Awaitable[T]]) -> T:
-    """The CLI's one sync→async bridge: run ``job`` with a manager, report errors cleanly."""
+    """Run ``job`` with an in-process manager that closes its pads at the end."""
 
     async def runner() -> T:
         async with ScratchpadManager() as manager:
             return await job(manager)
 
-    try:
-        return asyncio.run(runner())
-    except ScratchpadError as exc:
-        fail(str(exc))
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        fail("interrupted")
-        raise typer.Exit(130) from None
+    return bridge(runner())
+
+
+def on_server(pad: str | None, job: Callable[[RemoteRuntime], Awaitable[T]]) -> T:
+    """Run ``job`` on ``pad`` of the pad server; the pad keeps running afterwards."""
+
+    async def runner() -> T:
+        from scratchpad.cli.background import endpoint
+
+        target = await asyncio.to_thread(endpoint, Settings.load())
+        runtime = RemoteRuntime(pad or "main", url=target.url, api_key=target.api_key)
+        try:
+            return await job(runtime)
+        finally:
+            await runtime.detach()
+
+    return bridge(runner())
 
 
 def read_code(code: str | None, file: Path | None) -> str:
@@ -76,32 +103,55 @@ def exec_(
     estimate: Annotated[float, typer.Option(help="Estimated seconds (sets timeouts).")] = 0.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the cell as JSON.")] = False,
 ) -> None:
-    """Run code in a pad (created on first use) and show its output."""
+    """Run code in a pad (created on first use), streaming its output; Ctrl-C cancels it."""
     source = read_code(code, file)
 
-    async def job(manager: ScratchpadManager) -> bool:
-        runtime = await manager.get_or_create(pad)
-        cell = await runtime.execute(
-            source,
-            description=description,
-            estimated_seconds=estimate,
-            on_event=None if as_json else show_event,
-        )
+    async def job(runtime: RemoteRuntime) -> bool:
+        with CancelOnInterrupt(runtime):
+            cell = await runtime.execute(
+                source,
+                description=description,
+                estimated_seconds=estimate,
+                on_event=None if as_json else show_event,
+            )
         if as_json:
             console.print_json(json.dumps(cell.to_dict()))
         else:
             show_cell_end(cell)
         return cell.ok
 
-    if not run(job):
+    if not on_server(pad, job):
         raise typer.Exit(1)
+
+
+class CancelOnInterrupt:
+    """First Ctrl-C cancels the running cell (its output so far is kept); a second one
+    stops waiting for it."""
+
+    def __init__(self, runtime: RemoteRuntime) -> None:
+        self._runtime = runtime
+        self._loop = asyncio.get_running_loop()
+        self._main = asyncio.current_task()
+        self._cancelling: asyncio.Task[None] | None = None
+
+    def __enter__(self) -> None:
+        self._loop.add_signal_handler(signal.SIGINT, self._interrupted)
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.remove_signal_handler(signal.SIGINT)
+
+    def _interrupted(self) -> None:
+        if self._cancelling is None:
+            err_console.print("[yellow]cancelling the cell… (Ctrl-C again to stop waiting)[/]")
+            self._cancelling = self._loop.create_task(self._runtime.cancel())
+        elif self._main is not None:
+            self._main.cancel()
 
 
 @app.command()
 def view(pad: PadArg) -> None:
     """Show a pad's cells with their output (older cells compacted)."""
-    text = run(lambda manager: _peek(manager, pad, "view"))
-    console.print(text, markup=False)
+    console.print(on_server(pad, lambda runtime: _cells_as(runtime, "view")), markup=False)
 
 
 @app.command()
@@ -111,15 +161,15 @@ def dump(
 ) -> None:
     """Print a pad as notebook-style markdown, or export it as .ipynb."""
     if ipynb is None:
-        console.print(run(lambda manager: _peek(manager, pad, "dump")), markup=False)
+        console.print(on_server(pad, lambda runtime: _cells_as(runtime, "dump")), markup=False)
         return
-    notebook = run(lambda manager: _peek(manager, pad, "ipynb"))
+    notebook = on_server(pad, lambda runtime: _cells_as(runtime, "ipynb"))
     ipynb.write_text(notebook, encoding="utf-8")
     console.print(f"wrote {ipynb}")
 
 
-async def _peek(manager: ScratchpadManager, pad: str, kind: str) -> str:
-    runtime = manager.peek(pad)
+async def _cells_as(runtime: RemoteRuntime, kind: str) -> str:
+    await runtime.load_cells()
     if kind == "view":
         return runtime.view()
     if kind == "dump":
@@ -129,34 +179,33 @@ async def _peek(manager: ScratchpadManager, pad: str, kind: str) -> str:
 
 @app.command("ls")
 def ls() -> None:
-    """List the pads that exist under the home directory."""
-
-    async def job(manager: ScratchpadManager) -> list[str]:
-        return manager.names_on_disk()
-
-    names = run(job)
-    if not names:
+    """List the pads with their status and number of cells."""
+    pads = on_server(None, lambda runtime: list_pads(runtime.url, runtime.api_key))
+    if not pads:
         console.print("no pads yet; create one with: scratchpad exec main 'print(1)'")
-    for name in names:
-        console.print(name, markup=False)
+    for pad in pads:
+        console.print(f"{pad['name']}\t{pad['status']}\t{pad['cells']} cells", markup=False)
 
 
 @app.command()
 def rm(pad: PadArg) -> None:
     """Delete a pad: its environment, packages and history."""
-    run(lambda manager: manager.remove(pad))
+    on_server(pad, lambda runtime: runtime.cleanup())
     console.print(f"removed pad {pad}", markup=False)
 
 
 @app.command()
 def reset(pad: PadArg) -> None:
     """Clear a pad's cells and state; installed packages stay."""
-
-    async def job(manager: ScratchpadManager) -> None:
-        await (await manager.get_or_create(pad)).reset()
-
-    run(job)
+    on_server(pad, lambda runtime: runtime.reset())
     console.print(f"reset pad {pad}", markup=False)
+
+
+@app.command()
+def cancel(pad: PadArg) -> None:
+    """Cancel the cell running in a pad (its variables stay)."""
+    on_server(pad, lambda runtime: runtime.cancel())
+    console.print(f"cancelled the running cell of {pad}, if any", markup=False)
 
 
 @app.command()
@@ -165,11 +214,8 @@ def install(
     packages: Annotated[list[str], typer.Argument(help="Package specs, e.g. requests 'six>=1'.")],
 ) -> None:
     """Install packages into a pad's environment."""
-
-    async def job(manager: ScratchpadManager) -> str:
-        return await (await manager.get_or_create(pad)).install_packages(packages)
-
-    console.print(run(job) or "nothing to do", markup=False)
+    output = on_server(pad, lambda runtime: runtime.install_packages(packages))
+    console.print(output or "nothing to do", markup=False)
 
 
 @app.command()

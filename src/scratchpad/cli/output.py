@@ -10,8 +10,8 @@ from rich.markup import escape
 from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent, StreamItem
 from scratchpad.runtime.render import describe_output
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = Console(highlight=False, soft_wrap=True)  # the terminal wraps; pipes get whole lines
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def show_event(item: StreamItem) -> None:

@@ -165,7 +165,7 @@ class ScratchpadManager:
         pad = self._pads.pop(name, None)
         if pad is None:
             if name not in self.names_on_disk():
-                raise PadNotFoundError(f"no pad named {name!r}; see names() or names_on_disk()")
+                raise PadNotFoundError(f"no pad named {name!r}; there is nothing to remove")
             pad = self._factory(name)
         await self._stop(name, pad.cleanup())
 

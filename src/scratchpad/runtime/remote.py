@@ -31,6 +31,7 @@ class RemoteRuntime(ScratchpadRuntime):
     def __init__(self, name: str, *, url: str, api_key: str, compact_keep: int = 5) -> None:
         super().__init__(name, compact_keep=compact_keep)
         self.url = url.rstrip("/")
+        self.api_key = api_key
         self._client = httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {api_key}"},
@@ -72,6 +73,17 @@ class RemoteRuntime(ScratchpadRuntime):
             await self._post("/scratchpad/cleanup", {"name": self.name})
         finally:
             await self._client.aclose()
+
+    async def detach(self) -> None:
+        """Drop the connection; the pad keeps running on the server (the CLI's way out)."""
+        await self._client.aclose()
+
+    async def load_cells(self) -> list[Cell]:
+        """Fetch the pad's cells from the server's ``/v1`` API (a Scratchpad server only),
+        so view/dump/to_ipynb show what the server holds."""
+        response = await self._get(f"/v1/pads/{self.name}")
+        self.cells = [Cell.from_dict(cell) for cell in response.get("cells", [])]
+        return self.cells
 
     async def install_packages(self, packages: list[str]) -> str:
         answer = await self._post("/scratchpad/install", {"name": self.name, "packages": packages})
@@ -141,14 +153,34 @@ class RemoteRuntime(ScratchpadRuntime):
         return cell
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        try:
-            response = await self._client.post(path, json=body)
-        except httpx.HTTPError as exc:
-            raise PadError(f"cannot reach the pad server at {self.url}: {exc!r}") from exc
-        if response.status_code >= 400:
-            raise _error(response)
+        return await _request(self._client, "POST", path, json=body)
+
+    async def _get(self, path: str) -> dict[str, Any]:
+        return await _request(self._client, "GET", path)
+
+
+async def list_pads(url: str, api_key: str) -> list[dict[str, Any]]:
+    """The pads a Scratchpad server knows: name, status (idle/busy/stopped), cell count."""
+    headers = {"Authorization": f"Bearer {api_key}"}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=CONNECT_TIMEOUT_S) as http:
+        answer = await _request(http, "GET", "/v1/pads")
+    return list(answer.get("pads", []))
+
+
+async def _request(
+    client: httpx.AsyncClient, method: str, path: str, **kwargs: Any
+) -> dict[str, Any]:
+    try:
+        response = await client.request(method, path, **kwargs)
+    except httpx.HTTPError as exc:
+        raise PadError(f"cannot reach the pad server at {client.base_url}: {exc!r}") from exc
+    if response.status_code >= 400:
+        raise _error(response)
+    try:
         answer = response.json()
-        return answer if isinstance(answer, dict) else {}
+    except ValueError as exc:
+        raise PadError(f"the pad server at {client.base_url} did not answer JSON") from exc
+    return answer if isinstance(answer, dict) else {}
 
 
 def _stream_item(message: dict[str, Any]) -> StreamItem | None:

@@ -67,10 +67,11 @@ def create_app(
     api_key: str,
     origin: str | None = None,
     store: ObservationStore | None = None,
+    on_shutdown: Callable[[], None] | None = None,
 ) -> FastAPI:
     """The server for ``manager``'s pads (and ``store``'s observations, read over MCP),
     guarded by ``api_key``. Browsers may call it only from ``origin`` (the server's own);
-    shutting down closes every pad (venvs are kept)."""
+    shutting down closes every pad (venvs are kept), then calls ``on_shutdown``."""
     mcp_endpoint, mcp_sessions = streamable_http_app(create_mcp_server(manager, store))
 
     @asynccontextmanager
@@ -80,6 +81,8 @@ def create_app(
                 yield
         finally:
             await manager.close_all()
+            if on_shutdown is not None:
+                on_shutdown()
 
     app = FastAPI(title="Scratchpad", version="0.1.0", lifespan=lifespan)
     if origin:

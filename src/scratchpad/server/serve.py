@@ -1,8 +1,10 @@
-"""``scratchpad serve``: run the app under uvicorn, on loopback unless a key is configured."""
+"""``scratchpad serve``: run the app under uvicorn, on loopback unless a key is configured,
+recorded in ``<home>/server.json`` while it runs (one server per home)."""
 
 from __future__ import annotations
 
 import ipaddress
+import os
 
 import uvicorn
 
@@ -12,9 +14,13 @@ from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.app import create_app
 from scratchpad.server.auth import key_path, resolve_api_key
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
+from scratchpad.server.state import (
+    ServerRecord,
+    clear_record,
+    read_record,
+    server_running,
+    write_record,
+)
 
 
 def is_loopback(host: str) -> bool:
@@ -46,13 +52,35 @@ def banner(host: str, port: int, settings: Settings) -> str:
     )
 
 
+def check_single_server(settings: Settings) -> None:
+    """Two servers on one home would run the same pads twice; refuse the second."""
+    record = read_record(settings)
+    if record is not None and record.pid != os.getpid() and server_running(record):
+        raise ConfigError(
+            f"a server for {settings.home} already runs at {record.url} (pid {record.pid}); "
+            "use it, stop it with `scratchpad server stop`, or set SCRATCHPAD_HOME elsewhere"
+        )
+
+
 async def serve(host: str, port: int, settings: Settings | None = None) -> None:
     settings = settings or Settings.load()
     check_binding(host, settings)
+    check_single_server(settings)
     api_key = resolve_api_key(settings)
     manager = ScratchpadManager(settings=settings)
-    with ObservationStore(settings=settings) as store:
-        app = create_app(manager, api_key=api_key, origin=f"http://{host}:{port}", store=store)
-        print(banner(host, port, settings), flush=True)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        await uvicorn.Server(config).serve()
+    pid = os.getpid()
+    write_record(settings, ServerRecord(pid=pid, host=host, port=port))
+    try:
+        with ObservationStore(settings=settings) as store:
+            app = create_app(
+                manager,
+                api_key=api_key,
+                origin=f"http://{host}:{port}",
+                store=store,
+                on_shutdown=lambda: clear_record(settings, pid),  # before uvicorn re-raises
+            )
+            print(banner(host, port, settings), flush=True)
+            config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+            await uvicorn.Server(config).serve()
+    finally:
+        clear_record(settings, pid)

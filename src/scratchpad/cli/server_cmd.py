@@ -1,0 +1,58 @@
+"""``scratchpad server start|status|stop``: this home's background pad server."""
+
+from __future__ import annotations
+
+import typer
+
+from scratchpad.cli.background import endpoint, running_record, stop
+from scratchpad.cli.output import console, fail
+from scratchpad.config import Settings
+from scratchpad.errors import ScratchpadError
+from scratchpad.server.state import log_path
+
+server_app = typer.Typer(
+    help="The pad server the CLI uses (started in the background when needed).",
+    no_args_is_help=True,
+)
+
+
+def _settings() -> Settings:
+    try:
+        return Settings.load()
+    except ScratchpadError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+
+
+@server_app.command()
+def start() -> None:
+    """Start the background server for this home (nothing to do when one runs)."""
+    settings = _settings()
+    try:
+        target = endpoint(settings)
+    except ScratchpadError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    console.print(f"serving at {target.url} (log: {log_path(settings)})", markup=False)
+
+
+@server_app.command()
+def status() -> None:
+    """Say whether this home's server runs, where, and under which pid (exit 1 if not)."""
+    settings = _settings()
+    record = running_record(settings)
+    if record is None:
+        console.print(f"no server runs for {settings.home}", markup=False)
+        raise typer.Exit(1)
+    console.print(f"running at {record.url} (pid {record.pid})", markup=False)
+
+
+@server_app.command("stop")
+def stop_() -> None:
+    """Stop this home's server; it closes every pad first (their venvs stay)."""
+    settings = _settings()
+    record = stop(settings)
+    if record is None:
+        console.print(f"no server runs for {settings.home}", markup=False)
+        return
+    console.print(f"stopped the server at {record.url} (pid {record.pid})", markup=False)

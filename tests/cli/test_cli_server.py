@@ -1,0 +1,124 @@
+"""The CLI on top of the pad server, as real subprocesses: a background server started on
+demand, variables kept between commands, streamed output, Ctrl-C and ``cancel``,
+``server status|stop``, and a remote server named by settings."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scratchpad.config import Settings
+from scratchpad.server.state import ServerRecord, read_record, state_path, write_record
+from tests.process_helpers import process_gone
+from tests.server_helpers import running_server
+
+LONG_CELL = "import time\nx = 7\nprint('started', flush=True)\ntime.sleep(60)"
+
+
+def scratchpad(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "scratchpad.cli", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=90)
+
+
+def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "scratchpad.cli", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_line(process: subprocess.Popen[str], expected: str) -> None:
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.strip() == expected
+    assert process.poll() is None  # streamed while the cell still runs
+
+
+def test_two_exec_calls_share_variables_through_a_background_server(hermetic_env: Path) -> None:
+    first = scratchpad("exec", "p", "x = 1")
+    assert first.returncode == 0, first.stderr
+    second = scratchpad("exec", "p", "print(x)")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.splitlines()[0] == "1"
+    record = read_record(Settings(home=hermetic_env))
+    assert record is not None
+    status = scratchpad("server", "status")
+    assert status.returncode == 0 and f"pid {record.pid}" in status.stdout
+    kernel_pid = int(scratchpad("exec", "p", "import os; os.getpid()").stdout.split("Out: ")[1])
+    stopped = scratchpad("server", "stop")
+    assert stopped.returncode == 0 and "stopped the server" in stopped.stdout
+    assert process_gone(record.pid) and process_gone(kernel_pid)
+    assert not state_path(Settings(home=hermetic_env)).exists()
+    gone = scratchpad("server", "status")
+    assert gone.returncode == 1 and "no server runs" in gone.stdout
+    assert "no server runs" in scratchpad("server", "stop").stdout
+
+
+def test_output_streams_and_ctrl_c_cancels_the_cell_keeping_state() -> None:
+    running = start("exec", "p", LONG_CELL)
+    wait_for_line(running, "started")
+    running.send_signal(signal.SIGINT)
+    _, err = running.communicate(timeout=30)
+    assert running.returncode == 1
+    assert "cancelling the cell" in err and "[cancelled]" in err
+    after = scratchpad("exec", "p", "x * 6")
+    assert "Out: 42" in after.stdout, after.stderr
+
+
+def test_cancel_command_stops_a_cell_run_by_another_command() -> None:
+    running = start("exec", "p", LONG_CELL)
+    wait_for_line(running, "started")
+    cancelled = scratchpad("cancel", "p")
+    assert cancelled.returncode == 0, cancelled.stderr
+    _, err = running.communicate(timeout=30)
+    assert running.returncode == 1 and "[cancelled]" in err
+
+
+def test_a_stale_record_is_replaced_and_a_second_server_per_home_is_refused(
+    hermetic_env: Path,
+) -> None:
+    settings = Settings(home=hermetic_env)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    write_record(settings, ServerRecord(pid=dead.pid, host="127.0.0.1", port=1))
+    assert scratchpad("exec", "p", "1").returncode == 0
+    record = read_record(settings)
+    assert record is not None and record.pid != dead.pid
+    second = scratchpad("serve", "--port", "1")
+    assert second.returncode == 2
+    assert f"already runs at {record.url} (pid {record.pid})" in second.stderr
+
+
+def test_pad_commands_use_the_remote_server_named_by_settings(
+    tmp_path: Path, hermetic_env: Path
+) -> None:
+    with running_server(tmp_path / "server-home", tmp_path, "remote-key") as (url, _):
+        env = {
+            **os.environ,
+            "SCRATCHPAD_BACKEND": "remote",
+            "SCRATCHPAD_REMOTE_URL": url,
+            "SCRATCHPAD_REMOTE_API_KEY": "remote-key",
+        }
+        assert scratchpad("exec", "far", "y = 5", env=env).returncode == 0
+        listed = scratchpad("ls", env=env)
+        assert listed.stdout.split()[:2] == ["far", "idle"]
+        assert "y = 5" in scratchpad("view", "far", env=env).stdout
+        wrong = scratchpad("ls", env={**env, "SCRATCHPAD_REMOTE_API_KEY": "nope"})
+        assert wrong.returncode == 2 and "refused the key" in wrong.stderr
+    assert read_record(Settings(home=hermetic_env)) is None  # no local server was started
+
+
+@pytest.mark.parametrize("command", [["view", "x/y"], ["exec", "-", "1"]])
+def test_bad_pad_names_are_refused_before_anything_runs(
+    command: list[str], hermetic_env: Path
+) -> None:
+    done = scratchpad(*command)
+    assert done.returncode == 2 and "pad name" in done.stderr.lower()
