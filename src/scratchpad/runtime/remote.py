@@ -118,6 +118,7 @@ class RemoteRuntime(ScratchpadRuntime):
                 self._running -= 1
 
     async def _stream(self, body: dict[str, Any]) -> AsyncGenerator[StreamItem, None]:
+        cell: Cell | None = None
         try:
             async with aconnect_sse(
                 self._client, "POST", "/scratchpad/execute-stream", json=body
@@ -126,20 +127,26 @@ class RemoteRuntime(ScratchpadRuntime):
                     await source.response.aread()
                     raise _error(source.response)
                 async for event in source.aiter_sse():
+                    if cell is not None:
+                        continue  # read to the end, so the connection goes back to the pool
                     message = json.loads(event.data)
                     if message.get("type") == "error":
                         raise PadError(f"pad {self.name!r}: {message.get('error')}")
                     item = _stream_item(message)
                     if isinstance(item, Cell):
-                        self.cells.append(item)
-                        yield item
-                        return
-                    if item is not None:
+                        cell = item
+                    elif item is not None:
                         yield item
         except (httpx.HTTPError, SSEError, ValueError) as exc:
-            yield self._lost(body, f"went away during this cell ({exc!r}); its result is unknown")
+            if cell is None:
+                what = f"went away during this cell ({exc!r}); its result is unknown"
+                yield self._lost(body, what)
+                return
+        if cell is None:
+            yield self._lost(body, "ended the stream without a result")
             return
-        yield self._lost(body, "ended the stream without a result")
+        self.cells.append(cell)
+        yield cell
 
     def _lost(self, body: dict[str, Any], what: str) -> Cell:
         """A cell whose fate the server did not report: killed, saying why."""

@@ -7,7 +7,7 @@ wrong (MCP answers in its own protocol once past the key check).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -16,7 +16,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
-from sse_starlette.sse import EventSourceResponse
 from starlette.routing import Route
 
 from scratchpad.errors import (
@@ -29,10 +28,9 @@ from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.names import validate_pad_name
-from scratchpad.server.auth import authorized
+from scratchpad.server.guard import Guard, error
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
-
-OPEN_PATHS = {"/healthz"}
+from scratchpad.server.sse import EventStream
 
 
 class PadRequest(BaseModel):
@@ -85,22 +83,11 @@ def create_app(
                 on_shutdown()
 
     app = FastAPI(title="Scratchpad", version="0.1.0", lifespan=lifespan)
-    if origin:
+    app.add_middleware(Guard, api_key=api_key, limit=manager.settings.max_request_bytes)
+    if origin:  # outermost, so preflights and refusals carry CORS headers too
         app.add_middleware(
             CORSMiddleware, allow_origins=[origin], allow_methods=["*"], allow_headers=["*"]
         )
-    limit = manager.settings.max_request_bytes
-
-    @app.middleware("http")
-    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Any]]) -> Any:
-        if request.url.path not in OPEN_PATHS and not authorized(
-            request.headers.get("authorization"), api_key
-        ):
-            return error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'")
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            return error(413, f"request body of {length} bytes is over the {limit}-byte limit")
-        return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -150,12 +137,12 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         return {"result": await pad.install_packages(body.packages)}
 
     @app.post("/scratchpad/execute-stream")
-    async def execute_stream(body: ExecuteRequest) -> EventSourceResponse:
+    async def execute_stream(body: ExecuteRequest) -> EventStream:
         pad = await manager.get_or_create(body.name)  # errors here answer as plain 4xx
-        return EventSourceResponse(_frames(pad, body), sep="\n")
+        return EventStream(_frames(pad, body))
 
 
-async def _frames(pad: Any, body: ExecuteRequest) -> AsyncIterator[dict[str, str]]:
+async def _frames(pad: Any, body: ExecuteRequest) -> AsyncIterator[dict[str, Any]]:
     """SSE frames: progress messages (and, when asked, output and display), then exactly one
     cell (or one error)."""
     try:
@@ -166,15 +153,15 @@ async def _frames(pad: Any, body: ExecuteRequest) -> AsyncIterator[dict[str, str
             estimated_seconds=body.estimated_seconds,
         ):
             if isinstance(item, ProgressEvent):
-                yield _frame({"type": "progress", "message": item.message})
+                yield {"type": "progress", "message": item.message}
             elif isinstance(item, OutputEvent) and body.stream_output:
-                yield _frame({"type": "output", "stream": item.stream, "text": item.text})
+                yield {"type": "output", "stream": item.stream, "text": item.text}
             elif isinstance(item, DisplayEvent) and body.stream_output:
-                yield _frame({"type": "display", "data": item.data})
+                yield {"type": "display", "data": item.data}
             elif isinstance(item, Cell):
-                yield _frame({"type": "cell", "cell": item.to_dict()})
+                yield {"type": "cell", "cell": item.to_dict()}
     except ScratchpadError as exc:
-        yield _frame({"type": "error", "error": str(exc)})
+        yield {"type": "error", "error": str(exc)}
 
 
 def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
@@ -209,14 +196,6 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             media_type="application/x-ipynb+json",
             headers={"content-disposition": f'attachment; filename="{name}.ipynb"'},
         )
-
-
-def _frame(message: dict[str, Any]) -> dict[str, str]:
-    return {"data": json.dumps(message, ensure_ascii=False)}
-
-
-def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
 
 
 def _status(exc: ScratchpadError) -> int:
