@@ -17,11 +17,14 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   └── StructuredOutputError    the model did not return a valid object
     ├── ObservationError         the observation store could not do what was asked
     │   └── ObservationNotFoundError  unknown id, expired, or another turn's observation
-    └── PadError                 a pad's machinery failed
-        ├── PadClosedError       the pad was closed or cleaned up and cannot run cells
-        ├── VenvError            the pad's virtualenv could not be created or repaired
-        ├── KernelStartError     the kernel process did not come up
-        └── InstallError         installing packages into the pad failed or timed out
+    ├── PadError                 a pad's machinery failed
+    │   ├── PadClosedError       the pad was closed or cleaned up and cannot run cells
+    │   ├── VenvError            the pad's virtualenv could not be created or repaired
+    │   ├── KernelStartError     the kernel process did not come up
+    │   └── InstallError         installing packages into the pad failed or timed out
+    └── AgentError               an agent directory cannot be used as asked (missing, no cycle)
+        ├── AgentStateError      the agent's state file is not valid YAML or has a wrong type
+        └── AgentLockedError     another cycle holds the agent directory's lock
 """
 
 from __future__ import annotations
@@ -107,3 +110,15 @@ class KernelStartError(PadError):
 
 class InstallError(PadError):
     """Installing packages into the pad failed or timed out."""
+
+
+class AgentError(ScratchpadError):
+    """An agent directory cannot be used as asked (not initialised, unknown cycle)."""
+
+
+class AgentStateError(AgentError):
+    """The agent's state file is not valid YAML or one of its keys has the wrong type."""
+
+
+class AgentLockedError(AgentError):
+    """Another cycle holds the agent directory's lock."""

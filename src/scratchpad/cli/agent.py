@@ -1,0 +1,270 @@
+"""``scratchpad agent``: create, run and inspect an agent directory (see scratchpad.memory).
+
+``run --model`` takes ``provider:model`` (through ``create_provider``), or
+``scripted:FILE``: a JSON list of replies played back in order (objects are sent as their
+JSON text), for tests and demos without an API key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TypeVar
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from scratchpad.cli.output import console, err_console, fail
+from scratchpad.errors import ScratchpadError
+
+if TYPE_CHECKING:  # the memory package is imported by the commands that need it
+    from scratchpad.memory.cycle import CycleAgent, CycleResult
+    from scratchpad.memory.layout import AgentPaths
+    from scratchpad.memory.report import AgentStatus, HistoryEntry
+    from scratchpad.memory.snapshots import Which
+
+agent_app = typer.Typer(
+    help="Agents with durable YAML state that run in wake → run → sleep cycles.",
+    no_args_is_help=True,
+)
+T = TypeVar("T")
+RootArg = Annotated[Path, typer.Argument(help="The agent directory.")]
+MODEL_HELP = (
+    "provider:model (else config.yaml's model, else SCRATCHPAD_MODEL), or scripted:FILE: "
+    "a JSON list of replies played in order (tests and demos)."
+)
+OUTCOME_COLOURS = {"done": "green", "max_iterations": "yellow", "failed": "red"}
+
+
+def guarded(job: Callable[[], T]) -> T:
+    """Run ``job``; a Scratchpad error is printed and exits with code 2."""
+    try:
+        return job()
+    except ScratchpadError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+
+
+@agent_app.command()
+def init(root: RootArg) -> None:
+    """Create an agent directory: RULES.md, config.yaml, scratchpad/active.yaml, logs/."""
+    from scratchpad.memory.layout import init_agent
+
+    paths, written = guarded(lambda: init_agent(root))
+    for path in written:
+        console.print(f"created {path.relative_to(paths.root)}", markup=False)
+    if not written:
+        console.print(f"{paths.root} is already an agent directory; nothing changed")
+    console.print(f"edit {paths.rules} and {paths.active}, then: scratchpad agent run {root}")
+
+
+@agent_app.command()
+def run(
+    root: RootArg,
+    cycles: Annotated[int, typer.Option(min=0, help="Cycles to run (0: until Ctrl-C).")] = 1,
+    every: Annotated[float, typer.Option(min=0, help="Seconds from one start to the next.")] = 0,
+    model: Annotated[str | None, typer.Option(help=MODEL_HELP)] = None,
+) -> None:
+    """Run cycles: wake, let the model work on the state, sleep. Exit 1 if one failed."""
+    from scratchpad.memory.models import ProviderModel
+
+    agent = guarded(lambda: build_agent(root, model))
+    failed: list[CycleResult] = []
+
+    def report(result: CycleResult) -> None:
+        show_result(agent.paths, result)
+        if result.outcome == "failed":
+            failed.append(result)
+
+    try:
+        guarded(lambda: agent.run_cycles(cycles or None, every_s=every, on_result=report))
+    except KeyboardInterrupt:
+        fail("interrupted")
+        raise typer.Exit(130) from None
+    finally:
+        if isinstance(agent.model, ProviderModel):
+            agent.model.close()
+    if failed:
+        raise typer.Exit(1)
+
+
+def build_agent(root: Path, spec: str | None) -> CycleAgent:
+    """The agent of ``root`` with the model named by ``spec``, config.yaml, or the setting."""
+    from scratchpad.memory.config import load_config
+    from scratchpad.memory.cycle import CycleAgent
+    from scratchpad.memory.layout import AgentPaths
+    from scratchpad.memory.models import model_from_spec
+
+    paths = AgentPaths.of(root).require()
+    config = load_config(paths.config)
+    return CycleAgent(paths.root, model_from_spec(spec or config.model), config=config)
+
+
+def show_result(paths: AgentPaths, result: CycleResult) -> None:
+    colour = OUTCOME_COLOURS.get(result.outcome, "white")
+    line = (
+        f"cycle {result.cycle_id}: [{colour}]{result.outcome}[/{colour}] "
+        f"after {result.iterations} step(s)"
+    )
+    if result.summary:
+        line += f": {escape(result.summary)}"
+    console.print(line)
+    if result.error:
+        log = paths.cycle_log(result.cycle_id)
+        err_console.print(f"[red]{escape(result.error)}[/red] (traceback in {escape(str(log))})")
+
+
+@agent_app.command()
+def status(root: RootArg) -> None:
+    """Goals, current task, pending actions, and the last cycle with how it ended."""
+    from scratchpad.memory.layout import AgentPaths
+    from scratchpad.memory.report import agent_status
+
+    show_status(guarded(lambda: agent_status(AgentPaths.of(root))))
+
+
+def show_status(found: AgentStatus) -> None:
+    state = found.state
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("agent", escape(str(found.root)) + ("  (a cycle is running)" * found.running))
+    grid.add_row("goals", _items(state.get("goals")))
+    grid.add_row("current task", escape(_text(state.get("current_task"))))
+    grid.add_row("pending", _items(state.get("pending_actions"), numbered=True))
+    grid.add_row("completed", f"{len(state.get('completed_tasks') or [])} task(s)")
+    grid.add_row("last updated", escape(str(state.get("last_updated") or "never")))
+    grid.add_row("last cycle", _last_cycle(found))
+    notes = str(state.get("notes") or "").strip().splitlines()[-5:]
+    grid.add_row("notes (end)", escape("\n".join(notes)) or "-")
+    console.print(grid)
+
+
+def _items(value: object, *, numbered: bool = False) -> str:
+    if not isinstance(value, list) or not value:
+        return "-"
+    marks = [f"{n}." if numbered else "-" for n in range(1, len(value) + 1)]
+    return "\n".join(
+        f"{mark} {escape(_text(item))}" for mark, item in zip(marks, value, strict=True)
+    )
+
+
+def _text(value: object) -> str:
+    return "-" if value is None else value if isinstance(value, str) else repr(value)
+
+
+def _last_cycle(found: AgentStatus) -> str:
+    last = found.last
+    if last is None:
+        return "none yet"
+    colour = OUTCOME_COLOURS.get(last.outcome, "white")
+    text = f"{last.cycle_id}: [{colour}]{last.outcome}[/{colour}]"
+    if last.iterations is not None:
+        text += f" after {last.iterations} step(s)"
+    if last.detail:
+        text += f" — {escape(last.detail)}"
+    return text + f"  ({found.cycles} cycle(s) in all)"
+
+
+@agent_app.command()
+def diff(
+    root: RootArg,
+    cycle: Annotated[str | None, typer.Argument(help="Cycle id (default: the last).")] = None,
+) -> None:
+    """What a cycle changed: its _before and _after states as a unified diff."""
+    from scratchpad.memory.layout import AgentPaths
+    from scratchpad.memory.snapshots import diff as cycle_diff
+
+    found = guarded(lambda: cycle_diff(AgentPaths.of(root).require(), cycle))
+    if not found.changed_keys:
+        console.print(f"cycle {found.cycle_id} changed nothing")
+        return
+    console.print(f"cycle {found.cycle_id} changed: {', '.join(found.changed_keys)}", markup=False)
+    for line in found.text.splitlines():
+        style = _diff_style(line)
+        console.print(f"[{style}]{escape(line)}[/{style}]" if style else escape(line))
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "bold"
+    if line.startswith("@@"):
+        return "cyan"
+    return {"+": "green", "-": "red"}.get(line[:1], "")
+
+
+@agent_app.command()
+def history(root: RootArg) -> None:
+    """Every cycle with its outcome: done, max_iterations or failed."""
+    from scratchpad.memory.layout import AgentPaths
+    from scratchpad.memory.report import cycle_history
+
+    entries = guarded(lambda: cycle_history(AgentPaths.of(root).require()))
+    if not entries:
+        console.print("no cycles yet; run one with: scratchpad agent run ROOT")
+        return
+    table = Table()
+    for name in ("cycle", "outcome", "steps", "snapshots"):  # ids are never cut
+        table.add_column(name, no_wrap=True)
+    table.add_column("summary / error", overflow="fold")
+    for entry in entries:
+        table.add_row(*_history_row(entry))
+    console.print(table)
+
+
+def _history_row(entry: HistoryEntry) -> list[str]:
+    colour = OUTCOME_COLOURS.get(entry.outcome, "magenta")
+    return [
+        entry.cycle_id,
+        f"[{colour}]{entry.outcome}[/{colour}]",
+        "" if entry.iterations is None else str(entry.iterations),
+        entry.snapshots,
+        escape(entry.detail),
+    ]
+
+
+@agent_app.command()
+def restore(
+    root: RootArg,
+    cycle: Annotated[str, typer.Argument(help="Cycle id, or a saved prerestore_/prereset_ name.")],
+    before: Annotated[
+        bool, typer.Option("--before/--after", help="Which snapshot of the cycle.")
+    ] = False,
+) -> None:
+    """Make active.yaml a snapshot; the current one is saved first (prerestore_<time>)."""
+    from scratchpad.memory.layout import AgentPaths
+    from scratchpad.memory.snapshots import restore as restore_state
+
+    paths = AgentPaths.of(root)
+    which: Which = "before" if before else "after"
+    saved = guarded(lambda: restore_state(paths, cycle, which, _now()))
+    console.print(f"active.yaml restored from {cycle} ({which})", markup=False)
+    if saved is not None:
+        console.print(
+            f"the previous active.yaml was saved as {saved.name}; undo with: "
+            f"scratchpad agent restore {root} {saved.stem}",
+            markup=False,
+        )
+
+
+@agent_app.command()
+def reset(root: RootArg) -> None:
+    """Remove active.yaml: the next cycle starts from the default state. Snapshots stay."""
+    from scratchpad.memory.layout import AgentPaths
+    from scratchpad.memory.snapshots import reset as reset_state
+
+    saved = guarded(lambda: reset_state(AgentPaths.of(root), _now()))
+    if saved is None:
+        console.print("there was no active.yaml; nothing to reset")
+        return
+    console.print(
+        f"removed active.yaml (saved as {saved.name}); the next cycle starts from the default "
+        "state; snapshots are kept",
+        markup=False,
+    )
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now().astimezone()
