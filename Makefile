@@ -30,6 +30,7 @@ bench: setup
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/runtime.py
 	$(BIN)/python bench/observations.py
+	$(BIN)/python bench/server.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -213,6 +213,10 @@ async def live_pads(url: str, server_pid: int, step: int, limit: int) -> list[st
         )
         print(rows[-1], flush=True)
         if answering != len(started):
+            failed = next(
+                c for c, r in zip(answers, started, strict=True) if c.result != repr(r.name)
+            )
+            print(f"first pad not answering: {failed.status}: {(failed.error or "").strip()[-300:]}")
             break
     await asyncio.gather(*(r.detach() for r in started))
     return rows
