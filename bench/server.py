@@ -216,7 +216,8 @@ async def live_pads(url: str, server_pid: int, step: int, limit: int) -> list[st
             failed = next(
                 c for c, r in zip(answers, started, strict=True) if c.result != repr(r.name)
             )
-            print(f"first pad not answering: {failed.status}: {(failed.error or "").strip()[-300:]}")
+            why = (failed.error or "").strip()[-300:]
+            print(f"first pad not answering: {failed.status}: {why}")
             break
     await asyncio.gather(*(r.detach() for r in started))
     return rows
