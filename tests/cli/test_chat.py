@@ -50,10 +50,11 @@ def sse(*deltas: dict[str, object], finish: str = "stop") -> Reply:
     return Reply(events=[(None, chunk) for chunk in chunks] + [(None, "[DONE]")])
 
 
-def test_a_chat_that_runs_code_and_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_chat_works_in_the_pads_that_exec_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert runner.invoke(app, ["exec", "main", "answer = 6 * 7"]).exit_code == 0
     with stub_server() as stub:
         monkeypatch.setenv("OPENAI_BASE_URL", f"{stub.url}/v1")
-        arguments = json.dumps({"action": "exec", "name": "main", "code": "print(6 * 7)"})
+        arguments = json.dumps({"action": "exec", "name": "main", "code": "print(answer)"})
         stub.queue(
             sse(
                 {
@@ -75,7 +76,7 @@ def test_a_chat_that_runs_code_and_answers(monkeypatch: pytest.MonkeyPatch) -> N
         )
     assert result.exit_code == 0, result.stderr
     assert "The answer is 42." in result.stdout
-    assert "› scratchpad: print(6 * 7)" in result.stderr
+    assert "› scratchpad: print(answer)" in result.stderr
     assert "‹ [output]" in result.stderr
     tool_message = stub.requests[1]["body"]["messages"][-1]
     assert tool_message == {"role": "tool", "tool_call_id": "call_1", "content": "[output]\n42"}

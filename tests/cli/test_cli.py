@@ -85,3 +85,11 @@ def test_bad_input_gets_a_clear_message(args: list[str], message: str) -> None:
     code, _, err = invoke(*args)
     assert code == 2
     assert message in err
+
+
+def test_demo_tours_a_pad_on_the_server() -> None:
+    code, out, err = invoke("demo")
+    assert code == 0, err
+    assert "the pad survived" in out and "ZeroDivisionError" not in out
+    assert "IndexError" in err  # "an error is data": the step fails, the pad goes on
+    assert "Out: 9" in out  # max(numbers) after the error

@@ -1,6 +1,5 @@
-"""CLI commands. Pad commands talk to the pad server (``cli.background`` finds it or starts
-one), so variables persist between two ``scratchpad exec`` calls; ``chat`` and ``demo`` run
-their pads in this process.
+"""CLI commands. Pad commands, ``chat`` and ``demo`` use pads on the pad server
+(``cli.background`` finds it or starts one), so variables persist between two commands.
 """
 
 from __future__ import annotations
@@ -51,11 +50,15 @@ def bridge(job: Coroutine[Any, Any, T]) -> T:
 
 
 def run(job: Callable[[ScratchpadManager], Awaitable[T]]) -> T:
-    """Run ``job`` with an in-process manager that closes its pads at the end."""
+    """Run ``job`` with a manager whose pads live on the pad server, so they share state with
+    ``exec`` and the rest; they keep running afterwards."""
 
     async def runner() -> T:
-        async with ScratchpadManager() as manager:
+        manager = ScratchpadManager(settings=await _on_server_settings())
+        try:
             return await job(manager)
+        finally:
+            await manager.detach_all()
 
     return bridge(runner())
 
@@ -64,16 +67,25 @@ def on_server(pad: str | None, job: Callable[[RemoteRuntime], Awaitable[T]]) -> 
     """Run ``job`` on ``pad`` of the pad server; the pad keeps running afterwards."""
 
     async def runner() -> T:
-        from scratchpad.cli.background import endpoint
-
-        target = await asyncio.to_thread(endpoint, Settings.load())
-        runtime = RemoteRuntime(pad or "main", url=target.url, api_key=target.api_key)
+        settings = await _on_server_settings()
+        url, key = settings.remote_url or "", settings.remote_api_key or ""
+        runtime = RemoteRuntime(pad or "main", url=url, api_key=key)
         try:
             return await job(runtime)
         finally:
             await runtime.detach()
 
     return bridge(runner())
+
+
+async def _on_server_settings() -> Settings:
+    """Settings that point at the pad server (found or started in the background)."""
+    from scratchpad.cli.background import endpoint
+
+    settings = Settings.load()
+    target = await asyncio.to_thread(endpoint, settings)
+    update = {"backend": "remote", "remote_url": target.url, "remote_api_key": target.api_key}
+    return settings.model_copy(update=update)
 
 
 def read_code(code: str | None, file: Path | None) -> str:

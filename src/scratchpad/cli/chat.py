@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import os
 import signal
 import sys
 import threading
@@ -30,8 +29,6 @@ EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
 
 async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> None:
     provider = create_provider(model, settings=manager.settings)
-    if model:
-        os.environ["SCRATCHPAD_MODEL"] = model  # so get_llm() in the pad uses the same model
     store = ObservationStore(settings=manager.settings)
     session = Session(
         provider=provider, manager=manager, store=store, system=SYSTEM.format(pad=pad)

@@ -1,4 +1,4 @@
-"""The demo behind ``make run`` until the server is the main job."""
+"""``scratchpad demo``: a short tour of a pad (state kept, progress, an error, a plot)."""
 
 from __future__ import annotations
 
@@ -37,4 +37,4 @@ async def run_demo(manager: ScratchpadManager) -> None:
         show_cell_end(cell)
     console.print(Rule("pad.dump()"))
     console.print(pad.dump(), markup=False)
-    console.print(f"pad 'demo' lives in {manager.settings.home / 'pads' / 'demo'}", markup=False)
+    console.print("pad 'demo' stays on the pad server: try `scratchpad view demo`", markup=False)

@@ -39,6 +39,11 @@ class ScratchpadRuntime(ABC):
     async def close(self) -> None:
         """Stop the process; keep the environment for the next start."""
 
+    async def detach(self) -> None:
+        """Let go of the pad, leaving it running where it can outlive this process (a remote
+        pad); a local pad's kernel belongs to this process, so it is closed."""
+        await self.close()
+
     @abstractmethod
     async def cancel(self) -> None:
         """Interrupt the running cell, if any (its variables are kept when the interrupt works)."""

@@ -185,6 +185,12 @@ class ScratchpadManager:
             if self._stopping.get(name) is task:
                 del self._stopping[name]
 
+    async def detach_all(self) -> None:
+        """Let go of every pad; remote pads keep running on their server (see detach)."""
+        pads = list(self._pads.values())
+        self._pads.clear()
+        await asyncio.gather(*(pad.detach() for pad in pads), return_exceptions=True)
+
     async def close_all(self) -> None:
         """Stop every kernel (environments are kept). Safe to call twice."""
         for task in list(self._starting.values()):  # pads still starting join the others
