@@ -127,7 +127,7 @@ class RawClient:
             data += (await self.reader.readexactly(size + 2))[:-2]
         await self.reader.readexactly(2)  # the empty line after the last chunk
         for block in data.split(b"\n\n"):
-            frame = json.loads(block.removeprefix(b"data: ")) if block else {}
+            frame = json.loads(block[6:]) if block.startswith(b"data: ") else {}
             if frame.get("type") == "cell":
                 return dict(frame["cell"])
         raise RuntimeError(f"no cell in {data!r}")

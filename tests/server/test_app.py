@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,6 +18,7 @@ from scratchpad.server.auth import key_path, resolve_api_key
 
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
+JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture
@@ -167,8 +169,34 @@ async def test_oversized_bodies_get_413(manager: ScratchpadManager) -> None:
         answer = await http.post(
             "/scratchpad/execute-stream", json={"name": "p", "code": "x" * 5000}
         )
+        body = json.dumps({"name": "p", "code": "y" * 5000}).encode()
+
+        async def chunked() -> AsyncIterator[bytes]:  # no content-length: sent chunked
+            for start in range(0, len(body), 1000):
+                yield body[start : start + 1000]
+
+        streamed = await http.post("/scratchpad/execute-stream", content=chunked())
+        fits = await http.post(
+            "/scratchpad/start", content=_once(b'{"name": "small"}'), headers=JSON
+        )
     assert answer.status_code == 413 and "over the 2048-byte limit" in answer.json()["error"]
-    assert limited.names() == []
+    assert streamed.status_code == 413 and "more than 2048" in streamed.json()["error"]
+    assert fits.json() == {"ok": True}
+    assert limited.names() == ["small"]
+    await limited.close_all()
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+async def test_server_identity_and_no_way_around_the_key(client: httpx.AsyncClient) -> None:
+    identity = (await client.get("/v1/server")).json()
+    assert identity["pid"] == os.getpid() and identity["running_pads"] == []
+    preflight = {"Authorization": "", "Access-Control-Request-Method": "POST", "Origin": "x"}
+    for method, path in (("OPTIONS", "/mcp"), ("GET", "/healthz/"), ("GET", "//v1/pads")):
+        answer = await client.request(method, path, headers=preflight)
+        assert answer.status_code == 401, (method, path)
 
 
 def test_api_key_is_generated_once_and_kept_private(settings: Settings) -> None:

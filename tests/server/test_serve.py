@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -69,3 +70,34 @@ def test_binding_beyond_loopback_needs_a_configured_key(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "refusing to listen on 0.0.0.0 without SCRATCHPAD_API_KEY" in done.stderr
+
+
+def test_a_client_that_stops_reading_does_not_hold_up_its_pad(
+    server: tuple[str, subprocess.Popen[str]],
+) -> None:
+    url, _ = server
+    host, port = url.removeprefix("http://").split(":")
+    code = "for _ in range(40):\n    print('x' * 1_000_000)\n'done'"
+    body = json.dumps({"name": "p", "code": code, "stream_output": True}).encode()
+    request = (
+        f"POST /scratchpad/execute-stream HTTP/1.1\r\nhost: {host}\r\n"
+        f"authorization: Bearer {KEY}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode()
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with socket.create_connection((host, int(port))) as silent:
+        silent.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        silent.sendall(request + body)  # and never reads the 40 MB that come back
+        deadline = time.monotonic() + 60
+        cells: list[dict[str, object]] = []
+        while not cells and time.monotonic() < deadline:
+            time.sleep(0.2)
+            cells = httpx.get(f"{url}/v1/pads/p", headers=headers).json()["cells"]
+        assert cells and cells[0]["result"] == "'done'"
+        answer = httpx.post(
+            f"{url}/scratchpad/execute-stream",
+            headers=headers,
+            json={"name": "p", "code": "1 + 1"},
+            timeout=30,
+        )
+        assert '"result": "2"' in answer.text

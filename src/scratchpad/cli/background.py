@@ -1,5 +1,5 @@
 """The server the CLI's pad commands talk to: the remote one named by settings, or the one
-recorded for this home, started in the background when none answers."""
+that runs for this home, started in the background when none does."""
 
 from __future__ import annotations
 
@@ -23,9 +23,11 @@ from scratchpad.server.state import (
     DEFAULT_HOST,
     DEFAULT_PORT,
     ServerRecord,
+    clear_record,
     log_path,
     read_record,
-    server_running,
+    running_record,
+    server_alive,
 )
 
 START_TIMEOUT_S = 30.0
@@ -40,26 +42,44 @@ class Endpoint:
 
 
 def endpoint(settings: Settings) -> Endpoint:
-    """Where pad commands go; starts a background server for this home if needed."""
+    """Where pad commands go; starts a background server for this home if none runs."""
     if settings.backend == "remote":
         return Endpoint(settings.remote_url or "", settings.remote_api_key or "")
-    with _home_lock(settings):
-        record = read_record(settings)
-        if record is None or not _answers(record, settings):
-            record = start_background(settings)
-    return Endpoint(record.url, resolve_api_key(settings))
-
-
-def running_record(settings: Settings) -> ServerRecord | None:
-    """The recorded server if its process still runs."""
-    record = read_record(settings)
-    return record if record is not None and server_running(record) else None
+    key = resolve_api_key(settings)
+    record = _answering(settings, key, wait_s=0)
+    if record is None:
+        with _home_lock(settings):  # one CLI at a time decides to start it
+            record = _answering(settings, key, wait_s=START_TIMEOUT_S)
+            if record is None:
+                record = start_background(settings)
+    return Endpoint(record.url, key)
 
 
 def start_background(settings: Settings) -> ServerRecord:
     """Start ``scratchpad serve`` detached from this terminal, on the default port when it
-    is free, and wait until it answers. Its output goes to ``<home>/server.log``."""
-    port = DEFAULT_PORT if _port_free(DEFAULT_PORT) else _free_port()
+    is free (else any free port), and wait until it answers. Its log: ``<home>/server.log``."""
+    if _port_free(DEFAULT_PORT):
+        try:
+            return _start(settings, DEFAULT_PORT)
+        except ScratchpadError:  # taken in the meantime: any port will do
+            pass
+    return _start(settings, 0)
+
+
+def stop(settings: Settings) -> ServerRecord | None:
+    """Stop this home's server (it closes its pads; venvs stay). None when none runs."""
+    record = running_record(settings)
+    if record is None:
+        return None
+    _signal(record.pid, signal.SIGTERM)
+    if not _wait_stopped(settings, STOP_TIMEOUT_S):
+        _signal(record.pid, signal.SIGKILL)
+        _wait_stopped(settings, 5.0)
+    clear_record(settings, record.pid)
+    return record
+
+
+def _start(settings: Settings, port: int) -> ServerRecord:
     log = log_path(settings)
     log.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)]
@@ -73,7 +93,7 @@ def start_background(settings: Settings) -> ServerRecord:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C in this terminal must not reach it
         )
-    record = ServerRecord(pid=process.pid, host=DEFAULT_HOST, port=port)
+    key = resolve_api_key(settings)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -81,56 +101,63 @@ def start_background(settings: Settings) -> ServerRecord:
                 f"the background server exited at start ({process.returncode}); "
                 f"see {log}:\n{_tail(log)}"
             )
-        if read_record(settings) == record and _answers(record, settings, wait_s=0):
+        record = read_record(settings)
+        if record is not None and record.pid == process.pid and _identifies(record, key):
             return record
         time.sleep(0.05)
     process.kill()
     raise ScratchpadError(f"the background server did not answer within {START_TIMEOUT_S:g}s")
 
 
-def stop(settings: Settings) -> ServerRecord | None:
-    """Stop this home's server (it closes its pads; venvs stay). None when none runs."""
-    record = running_record(settings)
-    if record is None:
-        return None
-    os.kill(record.pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while server_running(record):
-        if time.monotonic() > deadline:
-            os.kill(record.pid, signal.SIGKILL)
-            break
-        time.sleep(0.05)
-    return record
-
-
-def _answers(record: ServerRecord, settings: Settings, wait_s: float = START_TIMEOUT_S) -> bool:
-    """Whether the recorded server answers with this home's key; a server still starting
-    gets ``wait_s`` to come up, a dead one none."""
-    key = resolve_api_key(settings)
+def _answering(settings: Settings, key: str, wait_s: float) -> ServerRecord | None:
+    """The running server of this home once it answers as itself; one still starting gets
+    ``wait_s`` to come up, and none runs: None at once."""
     deadline = time.monotonic() + wait_s
-    while server_running(record):
-        try:
-            answer = httpx.get(
-                f"{record.url}/v1/pads", headers={"Authorization": f"Bearer {key}"}, timeout=5
-            )
-        except httpx.HTTPError:
-            answer = None
-        if answer is not None and answer.status_code == 401:
-            raise ConfigError(
-                f"the server at {record.url} refused this home's key; it was started with "
-                "another SCRATCHPAD_API_KEY. Use the same key, or stop it: scratchpad server stop"
-            )
-        if answer is not None and answer.status_code == 200:
-            return True
+    while server_alive(settings):
+        record = read_record(settings)
+        if record is not None and _identifies(record, key):
+            return record
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+    return None
+
+
+def _identifies(record: ServerRecord, key: str) -> bool:
+    """Whether the server at the record's address is the recorded process."""
+    try:
+        answer = httpx.get(
+            f"{record.url}/v1/server", headers={"Authorization": f"Bearer {key}"}, timeout=5
+        )
+    except httpx.HTTPError:
+        return False
+    if answer.status_code == 401:
+        raise ConfigError(
+            f"the server at {record.url} refused this home's key; it was started with "
+            "another SCRATCHPAD_API_KEY. Use the same key, or stop it: scratchpad server stop"
+        )
+    try:
+        return answer.status_code == 200 and answer.json().get("pid") == record.pid
+    except ValueError:
+        return False
+
+
+def _signal(pid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signum)
+
+
+def _wait_stopped(settings: Settings, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while server_alive(settings):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
-    return False
+    return True
 
 
 @contextlib.contextmanager
 def _home_lock(settings: Settings) -> Iterator[None]:
-    """One CLI at a time decides whether to start the server (no two servers per home)."""
     settings.home.mkdir(parents=True, exist_ok=True)
     with (settings.home / LOCK_FILE).open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -142,17 +169,12 @@ def _home_lock(settings: Settings) -> Iterator[None]:
 
 def _port_free(port: int) -> bool:
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
         try:
             probe.bind((DEFAULT_HOST, port))
         except OSError:
             return False
         return True
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((DEFAULT_HOST, 0))
-        return int(probe.getsockname()[1])
 
 
 def _tail(path: os.PathLike[str], lines: int = 20) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from scratchpad.cli.background import endpoint, running_record, stop
+from scratchpad.cli.background import endpoint, stop
 from scratchpad.cli.output import console, fail
 from scratchpad.config import Settings
 from scratchpad.errors import ScratchpadError
-from scratchpad.server.state import log_path
+from scratchpad.server.state import log_path, running_record
 
 server_app = typer.Typer(
     help="The pad server the CLI uses (started in the background when needed).",

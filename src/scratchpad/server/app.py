@@ -7,6 +7,7 @@ wrong (MCP answers in its own protocol once past the key check).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,6 +19,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 from starlette.routing import Route
 
+from scratchpad import __version__
 from scratchpad.errors import (
     InvalidInputError,
     PadClosedError,
@@ -168,6 +170,11 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
         return {"ok": True}
+
+    @app.get("/v1/server")
+    async def server() -> dict[str, Any]:
+        """Who answers here: a cheap, authenticated identity check for clients."""
+        return {"pid": os.getpid(), "version": __version__, "running_pads": manager.names()}
 
     @app.get("/v1/pads")
     async def pads() -> dict[str, Any]:

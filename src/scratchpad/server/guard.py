@@ -1,11 +1,12 @@
 """The server's gate, as plain ASGI: the bearer key on every HTTP request but the open paths,
 and the request-size limit. Plain ASGI because Starlette's ``BaseHTTPMiddleware`` costs a task
-group and a stream copy per request, a large share of a tiny cell's round trip."""
+group and a stream copy per request, a large share of a tiny cell's round trip. (CORS
+preflights are answered by the CORS middleware outside this one.)"""
 
 from __future__ import annotations
 
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scratchpad.server.auth import authorized
 
@@ -19,24 +20,56 @@ class Guard:
         self.limit = limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            refusal = self._refusal(scope)
-            if refusal is not None:
-                await refusal(scope, receive, send)
-                return
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        refusal = self._refusal(scope["path"], headers)
+        if refusal is None and b"content-length" not in headers:
+            receive, refusal = await self._read_whole_body(receive)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
-    def _refusal(self, scope: Scope) -> JSONResponse | None:
-        headers = dict(scope["headers"])
-        preflight = scope["method"] == "OPTIONS" and b"access-control-request-method" in headers
-        if scope["path"] not in OPEN_PATHS and not preflight:
+    def _refusal(self, path: str, headers: dict[bytes, bytes]) -> JSONResponse | None:
+        if path not in OPEN_PATHS:
             header = headers.get(b"authorization", b"").decode("latin-1")
             if not authorized(header, self.api_key):
                 return error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'")
         length = headers.get(b"content-length", b"").decode("latin-1")
         if length.isdigit() and int(length) > self.limit:
-            return error(413, f"request body of {length} bytes is over the {self.limit}-byte limit")
+            return self._too_large(length)
         return None
+
+    async def _read_whole_body(self, receive: Receive) -> tuple[Receive, JSONResponse | None]:
+        """A body of unknown length (chunked) is read here, up to the limit, then replayed."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return receive, None  # the client went away; the app sees it too
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                return receive, self._too_large(f"more than {self.limit}")
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return replay, None
+
+    def _too_large(self, length: str) -> JSONResponse:
+        return error(413, f"request body of {length} bytes is over the {self.limit}-byte limit")
 
 
 def error(status: int, message: str) -> JSONResponse:

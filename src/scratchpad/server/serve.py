@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 
 import uvicorn
 
@@ -16,11 +17,13 @@ from scratchpad.server.app import create_app
 from scratchpad.server.auth import key_path, resolve_api_key
 from scratchpad.server.state import (
     ServerRecord,
+    ServingLock,
     clear_record,
     read_record,
-    server_running,
     write_record,
 )
+
+SHUTDOWN_GRACE_S = 5  # open streams (a running cell) get this long before pads are closed
 
 
 def is_loopback(host: str) -> bool:
@@ -52,20 +55,39 @@ def banner(host: str, port: int, settings: Settings) -> str:
     )
 
 
-def check_single_server(settings: Settings) -> None:
-    """Two servers on one home would run the same pads twice; refuse the second."""
-    record = read_record(settings)
-    if record is not None and record.pid != os.getpid() and server_running(record):
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything is recorded (port 0: any free port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
         raise ConfigError(
-            f"a server for {settings.home} already runs at {record.url} (pid {record.pid}); "
-            "use it, stop it with `scratchpad server stop`, or set SCRATCHPAD_HOME elsewhere"
-        )
+            f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port "
+            "(0 picks a free one)"
+        ) from None
 
 
 async def serve(host: str, port: int, settings: Settings | None = None) -> None:
+    """Serve until SIGINT/SIGTERM: one server per home (its serving lock), recorded in
+    ``<home>/server.json`` once it listens; shutdown closes every pad (venvs are kept)."""
     settings = settings or Settings.load()
     check_binding(host, settings)
-    check_single_server(settings)
+    lock = ServingLock(settings)
+    if not lock.acquire():
+        record = read_record(settings)
+        where = f" at {record.url} (pid {record.pid})" if record else ""
+        raise ConfigError(
+            f"a server for {settings.home} already runs{where}; use it, stop it with "
+            "`scratchpad server stop`, or set SCRATCHPAD_HOME elsewhere"
+        )
+    try:
+        await _serve_locked(host, listen(host, port), settings)
+    finally:
+        lock.release()
+
+
+async def _serve_locked(host: str, sock: socket.socket, settings: Settings) -> None:
+    port = sock.getsockname()[1]
     api_key = resolve_api_key(settings)
     manager = ScratchpadManager(settings=settings)
     pid = os.getpid()
@@ -80,7 +102,14 @@ async def serve(host: str, port: int, settings: Settings | None = None) -> None:
                 on_shutdown=lambda: clear_record(settings, pid),  # before uvicorn re-raises
             )
             print(banner(host, port, settings), flush=True)
-            config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-            await uvicorn.Server(config).serve()
+            config = uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                log_level="warning",
+                lifespan="on",
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+            )
+            await uvicorn.Server(config).serve(sockets=[sock])
     finally:
         clear_record(settings, pid)

@@ -1,9 +1,14 @@
-"""Which server serves a home directory: ``<home>/server.json`` (pid, host, port), written by
-``scratchpad serve`` while it runs and read by the CLI to find it."""
+"""Which server serves a home directory.
+
+The running ``scratchpad serve`` holds an exclusive lock on ``<home>/server.serving.lock`` for
+its whole life, and writes ``<home>/server.json`` (pid, host, port) once it listens. "Someone
+holds the lock" is the only reliable sign that it runs (pids are reused); the record says where.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -16,6 +21,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 STATE_FILE = "server.json"
 LOG_FILE = "server.log"
+SERVING_LOCK = "server.serving.lock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +36,46 @@ class ServerRecord:
         host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}"
+
+
+class ServingLock:
+    """The lock a server holds while it runs (released by the kernel when it dies)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.path = settings.home / SERVING_LOCK
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock; False when another server holds it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def server_alive(settings: Settings) -> bool:
+    """Whether a server holds this home's serving lock right now."""
+    try:
+        fd = os.open(settings.home / SERVING_LOCK, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def state_path(settings: Settings) -> Path:
@@ -49,6 +95,12 @@ def read_record(settings: Settings) -> ServerRecord | None:
         return None
 
 
+def running_record(settings: Settings) -> ServerRecord | None:
+    """The record of the server that runs for this home, if one does."""
+    record = read_record(settings)
+    return record if record is not None and server_alive(settings) else None
+
+
 def write_record(settings: Settings, record: ServerRecord) -> None:
     atomic_write_text(state_path(settings), json.dumps(asdict(record)) + "\n")
 
@@ -59,29 +111,3 @@ def clear_record(settings: Settings, pid: int) -> None:
     if record is not None and record.pid == pid:
         with contextlib.suppress(FileNotFoundError):
             state_path(settings).unlink()
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc (macOS): the signal check is all there is
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
-def server_running(record: ServerRecord) -> bool:
-    """Whether the recorded pid is still a Scratchpad process (pids get reused)."""
-    if not pid_alive(record.pid):
-        return False
-    try:
-        command = Path(f"/proc/{record.pid}/cmdline").read_bytes()
-    except OSError:
-        return True
-    return b"scratchpad" in command
