@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from scratchpad.config import Settings
-from scratchpad.errors import ConfigError
+from scratchpad.errors import ConfigError, PadError
+from scratchpad.runtime.cell import Cell, ProgressEvent
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
 from tests.server_helpers import running_server
@@ -47,3 +51,61 @@ async def test_a_wrong_key_is_a_clear_error(tmp_path: Path) -> None:
         pad = RemoteRuntime("p", url=url, api_key="wrong")
         with pytest.raises(ConfigError, match="SCRATCHPAD_REMOTE_API_KEY"):
             await pad.start()
+
+
+def foreign_server(stream: list[bytes], *, stay_open: bool = False) -> httpx.AsyncClient:
+    """A server written elsewhere: only the DESIGN.md protocol, frames as given."""
+
+    async def body() -> AsyncIterator[bytes]:
+        for chunk in stream:
+            yield chunk
+        if stay_open:
+            await asyncio.Event().wait()
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/scratchpad/execute-stream":
+            return httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=body()
+            )
+        if request.url.path.startswith("/scratchpad/"):
+            return httpx.Response(200, json={"ok": True})
+        return httpx.Response(404, json={"detail": "Not Found"})
+
+    return httpx.AsyncClient(base_url="http://elsewhere", transport=httpx.MockTransport(handle))
+
+
+def on(server: httpx.AsyncClient) -> RemoteRuntime:
+    pad = RemoteRuntime("p", url="http://elsewhere", api_key=KEY)
+    pad._client = server
+    return pad
+
+
+async def test_unknown_frames_and_comments_are_skipped_and_an_open_stream_does_not_hang() -> None:
+    cell = json.dumps({"type": "cell", "cell": {"code": "1", "status": "ok", "result": "1"}})
+    stream = [
+        b": hello\n\n",
+        b'data: {"type": "news"}\n\n',
+        b'data: {"type": "progress", "message": "m"}\n\n',
+        f"data: {cell}\n\n".encode(),
+    ]
+    pad = on(foreign_server(stream, stay_open=True))
+    items = await asyncio.wait_for(_collect(pad), 10)
+    assert items[0] == ProgressEvent("m")
+    assert isinstance(items[1], Cell) and items[1].result == "1" and len(items) == 2
+
+
+async def test_a_malformed_frame_is_a_killed_cell_that_says_so() -> None:
+    pad = on(foreign_server([b'data: {"type": "output", "stream": "stdout"}\n\n']))
+    cell = await pad.execute("1")
+    assert cell.status == "killed" and cell.error is not None
+    assert "malformed 'output' frame" in cell.error
+
+
+async def test_scratchpad_only_endpoints_on_another_server_are_a_clear_error() -> None:
+    pad = on(foreign_server([]))
+    with pytest.raises(PadError, match="does not offer this part of the Scratchpad API"):
+        await pad.load_cells()
+
+
+async def _collect(pad: RemoteRuntime) -> list[object]:
+    return [item async for item in pad.execute_streaming("1")]

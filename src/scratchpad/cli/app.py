@@ -21,7 +21,7 @@ from scratchpad.cli.server_cmd import server_app
 from scratchpad.config import Settings
 from scratchpad.errors import ScratchpadError
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.remote import RemoteRuntime, list_pads
+from scratchpad.runtime.remote import RemoteRuntime
 
 app = typer.Typer(
     help="Scratchpad: persistent Python pads for LLM agents.",
@@ -119,7 +119,7 @@ def exec_(
     source = read_code(code, file)
 
     async def job(runtime: RemoteRuntime) -> bool:
-        with CancelOnInterrupt(runtime):
+        async with CancelOnInterrupt(runtime):
             cell = await runtime.execute(
                 source,
                 description=description,
@@ -146,11 +146,16 @@ class CancelOnInterrupt:
         self._main = asyncio.current_task()
         self._cancelling: asyncio.Task[None] | None = None
 
-    def __enter__(self) -> None:
+    async def __aenter__(self) -> None:
         self._loop.add_signal_handler(signal.SIGINT, self._interrupted)
 
-    def __exit__(self, *exc: object) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         self._loop.remove_signal_handler(signal.SIGINT)
+        if self._cancelling is not None and not self._cancelling.cancelled():
+            try:
+                await self._cancelling
+            except ScratchpadError as error:
+                fail(f"could not cancel the cell: {error}")
 
     def _interrupted(self) -> None:
         if self._cancelling is None:
@@ -192,7 +197,7 @@ async def _cells_as(runtime: RemoteRuntime, kind: str) -> str:
 @app.command("ls")
 def ls() -> None:
     """List the pads with their status and number of cells."""
-    pads = on_server(None, lambda runtime: list_pads(runtime.url, runtime.api_key))
+    pads = on_server(None, lambda runtime: runtime.server_pads())
     if not pads:
         console.print("no pads yet; create one with: scratchpad exec main 'print(1)'")
     for pad in pads:

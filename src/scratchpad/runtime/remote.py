@@ -4,12 +4,13 @@ protocol of DESIGN.md), driven over HTTP and server-sent events."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx
-from httpx_sse import SSEError, aconnect_sse
+from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 
 from scratchpad.errors import (
     ConfigError,
@@ -23,6 +24,7 @@ from scratchpad.runtime.base import ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent, StreamItem
 
 CONNECT_TIMEOUT_S = 30.0
+DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
 
 
 class RemoteRuntime(ScratchpadRuntime):
@@ -31,7 +33,6 @@ class RemoteRuntime(ScratchpadRuntime):
     def __init__(self, name: str, *, url: str, api_key: str, compact_keep: int = 5) -> None:
         super().__init__(name, compact_keep=compact_keep)
         self.url = url.rstrip("/")
-        self.api_key = api_key
         self._client = httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {api_key}"},
@@ -77,6 +78,10 @@ class RemoteRuntime(ScratchpadRuntime):
     async def detach(self) -> None:
         """Drop the connection; the pad keeps running on the server (the CLI's way out)."""
         await self._client.aclose()
+
+    async def server_pads(self) -> list[dict[str, Any]]:
+        """Every pad the server knows (a Scratchpad server only): name, status, cells."""
+        return list((await self._get("/v1/pads")).get("pads", []))
 
     async def load_cells(self) -> list[Cell]:
         """Fetch the pad's cells from the server's ``/v1`` API (a Scratchpad server only),
@@ -126,17 +131,19 @@ class RemoteRuntime(ScratchpadRuntime):
                 if source.response.status_code >= 400:
                     await source.response.aread()
                     raise _error(source.response)
-                async for event in source.aiter_sse():
-                    if cell is not None:
-                        continue  # read to the end, so the connection goes back to the pool
+                events = source.aiter_sse()
+                async for event in events:
                     message = json.loads(event.data)
                     if message.get("type") == "error":
                         raise PadError(f"pad {self.name!r}: {message.get('error')}")
                     item = _stream_item(message)
                     if isinstance(item, Cell):
                         cell = item
-                    elif item is not None:
+                        break
+                    if item is not None:
                         yield item
+                if cell is not None:
+                    await _drain(events)
         except (httpx.HTTPError, SSEError, ValueError) as exc:
             if cell is None:
                 what = f"went away during this cell ({exc!r}); its result is unknown"
@@ -166,12 +173,13 @@ class RemoteRuntime(ScratchpadRuntime):
         return await _request(self._client, "GET", path)
 
 
-async def list_pads(url: str, api_key: str) -> list[dict[str, Any]]:
-    """The pads a Scratchpad server knows: name, status (idle/busy/stopped), cell count."""
-    headers = {"Authorization": f"Bearer {api_key}"}
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=CONNECT_TIMEOUT_S) as http:
-        answer = await _request(http, "GET", "/v1/pads")
-    return list(answer.get("pads", []))
+async def _drain(events: AsyncIterator[ServerSentEvent]) -> None:
+    """Read what follows the cell (normally just the end of the stream) so the connection can
+    be reused; a server that keeps the stream open costs the connection, never a hang."""
+    with contextlib.suppress(TimeoutError, httpx.HTTPError, SSEError):
+        async with asyncio.timeout(DRAIN_S):
+            async for _ in events:
+                pass
 
 
 async def _request(
@@ -211,13 +219,22 @@ def _stream_item(message: dict[str, Any]) -> StreamItem | None:
 def _error(response: httpx.Response) -> ScratchpadError:
     """The error tree's class for an HTTP error answer, with the server's own words."""
     try:
-        message = str(response.json().get("error") or response.text)
+        data = response.json()
     except ValueError:
-        message = response.text or response.reason_phrase
+        data = None
+    ours = isinstance(data, dict) and "error" in data
+    message = str(data["error"]) if ours else (response.text or response.reason_phrase)
     status = response.status_code
     if status == 401:
         return ConfigError(
             f"the pad server refused the key ({message}); check SCRATCHPAD_REMOTE_API_KEY"
+        )
+    if status == 404 and not ours:
+        request = response.request
+        return PadError(
+            f"the server at {request.url.scheme}://{request.url.netloc.decode()} has no "
+            f"{request.method} {request.url.path} ({message}): it does not offer this part "
+            "of the Scratchpad API"
         )
     if status == 404:
         return PadNotFoundError(message)
