@@ -17,10 +17,14 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from scratchpad.cli.background import stop
 from scratchpad.config import Settings
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.remote import RemoteRuntime
+from scratchpad.server.auth import resolve_api_key
 from scratchpad.server.mcp_server import create_mcp_server
+from scratchpad.server.state import running_record
 from scratchpad.tools.observation_tool import INPUT_SCHEMA as READ_SCHEMA
 from scratchpad.tools.scratchpad_tool import INPUT_SCHEMA as PAD_SCHEMA
 from tests.server_helpers import running_server
@@ -126,13 +130,22 @@ async def test_large_output_is_saved_and_read_back_with_read_observation(
     assert not read.is_error and "line 2999" in texts(read)
 
 
-async def test_stdio_transport(tmp_path: Path) -> None:
-    env = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "home")}
+async def test_stdio_transport_uses_the_pads_of_the_home_server(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    env = {**os.environ, "SCRATCHPAD_HOME": str(settings.home)}
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "scratchpad.cli", "mcp"], env=env, cwd=tmp_path
     )
-    async with Client(params) as client:
-        await keeps_state_reports_errors_and_shows_images(client)
+    try:
+        async with Client(params) as client:
+            await keeps_state_reports_errors_and_shows_images(client)
+        record = running_record(settings)
+        assert record is not None  # started in the background, still running
+        pad = RemoteRuntime("p", url=record.url, api_key=resolve_api_key(settings))
+        assert (await pad.execute("x")).result == "41"  # the MCP session's variable
+        await pad.detach()
+    finally:
+        stop(settings)
 
 
 async def test_streamable_http_transport_behind_the_api_key(tmp_path: Path) -> None:

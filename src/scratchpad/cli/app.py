@@ -267,16 +267,16 @@ def serve(
 
 @app.command("mcp")
 def mcp_stdio() -> None:
-    """Serve pads to an MCP client over standard input/output (e.g. Claude Desktop)."""
+    """Serve pads to an MCP client over standard input/output (e.g. Claude Desktop); the pads
+    are the pad server's, shared with exec and the rest."""
+    from scratchpad.observations.store import ObservationStore
     from scratchpad.server.mcp_server import serve_stdio
 
-    try:
-        asyncio.run(serve_stdio())
-    except ScratchpadError as exc:
-        fail(str(exc))
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        pass
+    async def job(manager: ScratchpadManager) -> None:
+        with ObservationStore(settings=manager.settings) as store:
+            await serve_stdio(manager, store)
+
+    run(job)
 
 
 @app.command()

@@ -20,7 +20,6 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 
 from scratchpad import __version__
-from scratchpad.config import Settings
 from scratchpad.llm.messages import ImageBlock, TextBlock
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
@@ -126,13 +125,8 @@ def streamable_http_app(
     return StreamableHTTPASGIApp(sessions), sessions
 
 
-async def serve_stdio(settings: Settings | None = None) -> None:
-    """``scratchpad mcp``: serve pads over this process's stdin/stdout until the client closes
-    them, then close every pad (venvs are kept)."""
-    settings = settings or Settings.load()
-    with ObservationStore(settings=settings) as store:
-        async with ScratchpadManager(settings=settings) as manager:
-            server = create_mcp_server(manager, store)
-            async with stdio_server() as (read_stream, write_stream):
-                options = server.create_initialization_options()
-                await server.run(read_stream, write_stream, options)
+async def serve_stdio(manager: ScratchpadManager, store: ObservationStore | None = None) -> None:
+    """Serve ``manager``'s pads over this process's stdin/stdout until the client closes them."""
+    server = create_mcp_server(manager, store)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
