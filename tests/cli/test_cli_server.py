@@ -8,10 +8,12 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from scratchpad.cli.background import stop
 from scratchpad.config import Settings
 from scratchpad.server.state import ServerRecord, read_record, state_path, write_record
 from tests.process_helpers import process_gone
@@ -122,3 +124,47 @@ def test_bad_pad_names_are_refused_before_anything_runs(
 ) -> None:
     done = scratchpad(*command)
     assert done.returncode == 2 and "pad name" in done.stderr.lower()
+
+
+def test_a_record_naming_a_live_unrelated_process_is_ignored(hermetic_env: Path) -> None:
+    settings = Settings(home=hermetic_env)
+    bystander = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "scratchpad"]
+    )
+    try:
+        write_record(settings, ServerRecord(pid=bystander.pid, host="127.0.0.1", port=1))
+        assert "no server runs" in scratchpad("server", "status").stdout
+        assert "no server runs" in scratchpad("server", "stop").stdout
+        assert scratchpad("exec", "p", "1").returncode == 0
+        assert bystander.poll() is None  # never signalled
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_two_homes_starting_servers_at_once_both_get_their_own(tmp_path: Path) -> None:
+    homes = [tmp_path / "one", tmp_path / "two"]
+    runs = [
+        start("exec", "p", "1 + 1", env={**os.environ, "SCRATCHPAD_HOME": str(home)})
+        for home in homes
+    ]
+    try:
+        outputs = [run.communicate(timeout=90) for run in runs]
+        assert [run.returncode for run in runs] == [0, 0], outputs
+        records = [read_record(Settings(home=home)) for home in homes]
+        assert all(records) and len({r.port for r in records if r}) == 2
+    finally:
+        for home in homes:
+            stop(Settings(home=home))
+
+
+def test_stopping_the_server_while_a_cell_runs_ends_it_and_keeps_it(hermetic_env: Path) -> None:
+    running = start("exec", "p", LONG_CELL)
+    wait_for_line(running, "started")
+    begun = time.monotonic()
+    stopped = scratchpad("server", "stop")
+    assert stopped.returncode == 0 and time.monotonic() - begun < 20
+    _, err = running.communicate(timeout=30)
+    assert running.returncode == 1 and "[killed]" in err
+    shown = scratchpad("view", "p")  # a new background server reads the pad's history
+    assert "time.sleep(60)" in shown.stdout and "(cancelled" in shown.stdout
