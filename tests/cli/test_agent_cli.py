@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from scratchpad.cli.app import app
 from scratchpad.memory import load_state
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.lock import agent_lock
+from tests.process_helpers import process_gone
 
 runner = CliRunner()
 SCRATCHPAD = Path(sys.executable).with_name("scratchpad")
@@ -59,6 +61,18 @@ def test_init_lays_out_the_directory(tmp_path: Path) -> None:
     assert (agent / "logs").is_dir()
     assert "# Rules" in (agent / "RULES.md").read_text()
     assert "already an agent directory" in invoke("agent", "init", str(agent))[1]
+
+
+@pytest.mark.parametrize("name", ["x[/y]", "a[red]b", "[bold]c"])
+def test_paths_are_printed_as_they_are(tmp_path: Path, name: str) -> None:
+    agent = tmp_path / name
+    code, out, err = invoke("agent", "init", str(agent))
+    assert code == 0, err
+    assert f"edit {agent.resolve() / 'RULES.md'} and" in out
+    assert f"scratchpad agent run {agent}" in out
+    code, out, err = invoke("agent", "init", str(agent))
+    assert code == 0, err
+    assert f"{agent.resolve()} is already an agent directory" in out
 
 
 def test_run_status_diff_and_history(root: Path, tmp_path: Path) -> None:
@@ -197,3 +211,31 @@ def test_the_installed_command_runs_a_cycle(tmp_path: Path) -> None:
     assert "from a process" in load_state(agent / "scratchpad" / "active.yaml")["notes"]
     history = scratchpad("history", str(agent))
     assert history.returncode == 0 and "done" in history.stdout
+
+
+def test_ctrl_c_during_a_shell_call_stops_the_command(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    env = {**os.environ, "COLUMNS": "200"}
+    assert invoke("agent", "init", str(agent))[0] == 0
+    (agent / "config.yaml").write_text("tools:\n  pads: false\n  shell: true\n")
+    pid_file = tmp_path / "sleep.pid"
+    command = f"sleep 30 & echo $! > {pid_file}; wait"
+    model = script(tmp_path, call("shell", command=command), call("done"))
+    run = [str(SCRATCHPAD), "agent", "run", str(agent), "--model", model]
+    with subprocess.Popen(run, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text().strip()):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        sleep_pid = int(pid_file.read_text())
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert b"interrupted" in err
+    for _ in range(300):
+        if process_gone(sleep_pid):
+            break
+        time.sleep(0.01)
+    assert process_gone(sleep_pid)  # the tool call was cancelled and stopped its command
+    [log] = (agent / "logs").glob("cycle_*.log")
+    assert "stopped by KeyboardInterrupt" in log.read_text()

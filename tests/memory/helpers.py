@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,6 +24,15 @@ def fixed_clock(moment: dt.datetime | None = None) -> Callable[[], dt.datetime]:
     """A clock that never moves (every cycle starts in the same second)."""
     fixed = moment or dt.datetime(2025, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
     return lambda: fixed
+
+
+def moving_clock(
+    start: dt.datetime | None = None, step: dt.timedelta = dt.timedelta(seconds=1)
+) -> Callable[[], dt.datetime]:
+    """A clock that moves ``step`` forward every time it is read."""
+    moments = itertools.count()
+    first = start or dt.datetime(2025, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
+    return lambda: first + next(moments) * step
 
 
 def make_agent(

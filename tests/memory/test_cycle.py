@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
-import json
 import re
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -17,7 +18,9 @@ from scratchpad.memory import (
     CycleAgent,
     ScriptedModel,
     ToolsConfig,
+    agent_status,
     default_state,
+    diff,
     dump_state,
     init_agent,
     load_state,
@@ -27,7 +30,8 @@ from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.snapshots import cycle_key
 from scratchpad.observations import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
-from tests.memory.helpers import RULES, fixed_clock, make_agent, reply
+from tests.memory.helpers import RULES, fixed_clock, make_agent, moving_clock, reply
+from tests.process_helpers import process_gone
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$")
 
@@ -229,6 +233,7 @@ def test_before_after_and_active_relate_exactly(tmp_path: Path) -> None:
             reply("echo", text="second cycle"),
             reply("done", summary="s2"),
         ],
+        clock=moving_clock(),
     )
     first = agent.run_once()
     assert paths.before(first).read_bytes() == hand_written.encode()  # an exact copy
@@ -244,6 +249,7 @@ def test_before_after_and_active_relate_exactly(tmp_path: Path) -> None:
     second = agent.run_once()
     assert paths.before(second).read_bytes() == active_bytes  # the next wake reads this file
     assert load_yaml(paths.after(second))["last_updated"] == active["last_updated"]
+    assert str(load_yaml(paths.active)["last_updated"]) > str(active["last_updated"])  # again
 
 
 def test_the_state_file_is_read_once_per_cycle(tmp_path: Path) -> None:
@@ -277,8 +283,30 @@ def test_real_clock_ids_are_unique_and_sortable(tmp_path: Path) -> None:
     assert len(set(ids)) == 5
     assert all(re.fullmatch(r"\d{8}_\d{6}(_\d+)?", i) for i in ids)
     assert sorted(ids, key=cycle_key) == ids  # history lists them in the order they ran
-    started = dt.datetime.strptime(ids[0][:15], "%Y%m%d_%H%M%S")
-    assert abs(dt.datetime.now() - started) < dt.timedelta(minutes=1)  # local start time
+    started = dt.datetime.strptime(ids[0][:15], "%Y%m%d_%H%M%S").replace(tzinfo=dt.UTC)
+    assert abs(dt.datetime.now(dt.UTC) - started) < dt.timedelta(minutes=1)  # UTC start time
+
+
+def test_ids_keep_their_order_when_the_local_clock_goes_back(tmp_path: Path) -> None:
+    """The end of summer time: 02:30 CEST, then 02:10 CET (40 minutes later in UTC)."""
+    cest, cet = dt.timezone(dt.timedelta(hours=2)), dt.timezone(dt.timedelta(hours=1))
+    now = [dt.datetime(2025, 10, 26, 2, 30, tzinfo=cest)]
+    config = AgentConfig(keep_last=1, tools=ToolsConfig(pads=False))
+    agent, _ = make_agent(
+        tmp_path,
+        [reply("done", summary="one"), reply("done", summary="two")],
+        config=config,
+        clock=lambda: now[0],
+    )
+    first = agent.run_once()
+    now[0] = dt.datetime(2025, 10, 26, 2, 10, tzinfo=cet)
+    second = agent.run_once()
+    assert (first, second) == ("20251026_003000", "20251026_011000")  # UTC
+    paths = AgentPaths.of(tmp_path)
+    assert paths.after(second).exists() and not paths.after(first).exists()  # kept the last
+    last = agent_status(paths).last
+    assert diff(paths).cycle_id == second and last is not None and last.cycle_id == second
+    assert load_yaml(paths.active)["last_updated"] == "2025-10-26T02:10:00+01:00"  # local
 
 
 def test_retention_keeps_the_last_snapshots(tmp_path: Path) -> None:
@@ -327,7 +355,9 @@ def test_notes_over_the_cap_go_to_the_observation_store(tmp_path: Path) -> None:
     assert match and "(read_observation)" in pointer
     assert "[TOOL] echo" in store.read(match.group(1), "full").content
     assert len(notes) <= 1000
-    assert "- read_observation:" in model.prompts[-1][1]  # offered once there is an archive
+    # registered because there is a store; offered from the first prompt after an archive
+    offered = ["- read_observation:" in user for _, user in model.prompts]
+    assert not offered[0] and offered[-1] and offered == sorted(offered)
     store.close()
 
 
@@ -382,23 +412,111 @@ def test_shell_is_offered_and_runs_only_when_enabled(tmp_path: Path) -> None:
     assert f"{tmp_path / 'agent'}\n[exit code 3]" in notes  # runs in ROOT, code reported
 
 
-async def test_the_pad_tool_runs_cells_in_a_real_pad(tmp_path: Path, settings: Settings) -> None:
-    """A cycle started from async code through a thread; the pad closes with the cycle."""
-    import asyncio
-
-    manager = ScratchpadManager(workspace=tmp_path / "ws", settings=settings)
-    code = {"action": "exec", "name": "main", "code": "x = 6 * 7\nx"}
+def test_the_pad_tool_runs_cells_in_a_real_pad(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pads under ROOT/.scratchpad; the cycle lets go of them at the end (a local kernel is
+    closed with the cycle's loop)."""
+    monkeypatch.setenv("SCRATCHPAD_KERNEL_START_TIMEOUT_S", "20")
+    code = {"action": "exec", "name": "main", "code": "import os\nos.getpid()"}
     config = AgentConfig(tools=ToolsConfig(pads=True))
     agent, model = make_agent(
         tmp_path / "agent", [reply("scratchpad", **code), reply("done")], config=config
     )
-    agent.manager = manager
-    result = await asyncio.to_thread(agent.run)
+    result = agent.run()
     assert result.outcome == "done"
     assert "- scratchpad:" in model.prompts[0][1]
-    notes = load_state(AgentPaths.of(tmp_path / "agent").active)["notes"]
-    assert "[TOOL] scratchpad(" in notes and "42" in notes
-    assert manager.names() == []  # closed at the end of the cycle
+    notes = load_state(agent.paths.active)["notes"]
+    found = re.search(r"\[TOOL\] scratchpad\(.*→ \[result\]\n(\d+)", notes)
+    assert found, notes
+    assert process_gone(int(found.group(1)))  # the kernel was closed with the cycle
+    assert (agent.paths.root / ".scratchpad" / "pads" / "main").is_dir()  # its venv stays
+
+
+class RecordingManager(ScratchpadManager):
+    """A real manager that records how the cycle lets go of it."""
+
+    built: ClassVar[list[RecordingManager]] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls: list[str] = []
+        RecordingManager.built.append(self)
+
+    async def detach_all(self) -> None:
+        self.calls.append("detach_all")
+        await super().detach_all()
+
+    async def close_all(self) -> None:
+        self.calls.append("close_all")
+        await super().close_all()
+
+
+@pytest.fixture
+def recording(monkeypatch: pytest.MonkeyPatch) -> list[RecordingManager]:
+    RecordingManager.built = []
+    monkeypatch.setattr("scratchpad.memory.cycle.ScratchpadManager", RecordingManager)
+    return RecordingManager.built
+
+
+def test_a_manager_the_agent_built_is_detached_not_closed(
+    tmp_path: Path, recording: list[RecordingManager]
+) -> None:
+    """detach_all: local pads close, remote pads stay on their server for other tools."""
+    config = AgentConfig(tools=ToolsConfig(pads=True))
+    agent, _ = make_agent(tmp_path, [reply("done"), reply("done")], config=config)
+    agent.run_once()
+    agent.run_once()
+    assert [m.calls for m in recording] == [["detach_all"], ["detach_all"]]  # one per cycle
+
+
+def test_a_manager_passed_in_is_left_to_its_owner(
+    tmp_path: Path, recording: list[RecordingManager]
+) -> None:
+    manager = RecordingManager(workspace=tmp_path / "ws", settings=Settings(home=tmp_path))
+    agent, _ = make_agent(
+        tmp_path / "agent", [reply("done")], config=AgentConfig(), manager=manager
+    )
+    assert agent.run().outcome == "done"
+    assert recording == [manager] and manager.calls == []
+
+
+def test_without_pads_no_manager_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recording: list[RecordingManager]
+) -> None:
+    monkeypatch.setenv("SCRATCHPAD_BACKEND", "nonsense")  # a pad setting that would not load
+    agent, _ = make_agent(tmp_path, [reply("echo", text="hi"), reply("done")])
+    assert agent.run().outcome == "done"
+    assert recording == []
+    assert "→ hi" in load_state(agent.paths.active)["notes"]
+
+
+def test_a_bad_pad_setting_stops_the_cycle_before_the_wake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCRATCHPAD_BACKEND", "nonsense")
+    agent, model = make_agent(tmp_path / "agent", [reply("done")], config=AgentConfig())
+    with pytest.raises(ConfigError, match=r"SCRATCHPAD_BACKEND.*pads: false"):
+        agent.run()
+    assert not (tmp_path / "agent").exists() and model.prompts == []  # nothing written
+
+
+async def test_run_inside_an_event_loop_is_refused(tmp_path: Path) -> None:
+    agent, model = make_agent(tmp_path / "agent", [reply("done")])
+    with pytest.raises(AgentError, match=r"await asyncio\.to_thread\(agent\.run_once\)"):
+        agent.run_once()
+    assert not (tmp_path / "agent").exists() and model.prompts == []
+    assert (await asyncio.to_thread(agent.run)).outcome == "done"  # the way it is meant
+
+
+def test_the_error_in_the_failure_note_is_capped(tmp_path: Path) -> None:
+    agent, _ = make_agent(tmp_path, [RuntimeError("x" * 50_000)])
+    result = agent.run()
+    notes = load_state(agent.paths.active)["notes"]
+    assert notes.startswith(f"Cycle {result.cycle_id} failed: RuntimeError: xxx")
+    assert len(notes) < 2200 and "more characters in the cycle's log" in notes
+    assert result.error is not None and len(result.error) < 2200
+    assert "x" * 50_000 in agent.paths.cycle_log(result.cycle_id).read_text()  # all of it
 
 
 def test_a_lone_surrogate_from_the_model_does_not_break_the_cycle(tmp_path: Path) -> None:
@@ -416,10 +534,3 @@ def test_the_log_tells_the_story_of_the_cycle(tmp_path: Path) -> None:
     for phrase in ("started", "wake", "step 1: reply:", "[TOOL] echo", "[PARSE ERROR]", "done"):
         assert phrase in log
     assert log.rstrip().endswith("outcome: done after 3 step(s)")
-
-
-def test_scripted_model_reads_a_json_file(tmp_path: Path) -> None:
-    script = tmp_path / "replies.json"
-    script.write_text(json.dumps(["plain text", {"tool": "done", "args": {"summary": "x"}}]))
-    model = ScriptedModel.from_file(script)
-    assert model.replies == ["plain text", '{"tool": "done", "args": {"summary": "x"}}']

@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from scratchpad.config import Settings
 from scratchpad.memory import Dispatcher, default_state, parse_reply
 from scratchpad.memory.dispatcher import ReplyError
 from scratchpad.memory.state import State
+from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.tools.base import ToolDef
+from scratchpad.tools.context import ToolSessionContext
 from scratchpad.tools.echo_tool import echo_tool
 from scratchpad.tools.registry import ToolRegistry
 from tests.memory.helpers import reply
@@ -27,13 +31,18 @@ async def handle_broken(context: object, tool_input: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def dispatcher() -> Iterator[Dispatcher]:
+def context(tmp_path: Path) -> ToolSessionContext:
+    manager = ScratchpadManager(workspace=tmp_path, settings=Settings(home=tmp_path))
+    return ToolSessionContext(manager=manager, turn_id="agent:test")
+
+
+@pytest.fixture
+def dispatcher(context: ToolSessionContext) -> Iterator[Dispatcher]:
     registry = ToolRegistry([echo_tool()])
     registry.register(ToolDef("long", "Long output.", {"type": "object"}, handle_long))
     registry.register(ToolDef("broken", "Raises.", {"type": "object"}, handle_broken))
-    loop = asyncio.new_event_loop()
-    yield Dispatcher(registry, None, loop.run_until_complete)
-    loop.close()
+    with asyncio.Runner() as runner:
+        yield Dispatcher(registry, context, runner.run)
 
 
 @pytest.fixture
@@ -84,6 +93,36 @@ def test_missing_args_mean_no_args() -> None:
 def test_replies_that_are_not_a_call_are_refused(text: str, reason: str) -> None:
     with pytest.raises(ReplyError, match=reason):
         parse_reply(text)
+
+
+HUGE_NUMBER = '{"tool": "echo", "args": {"text": ' + "9" * 5000 + "}}"
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (HUGE_NUMBER, "Exceeds the limit"),  # ValueError, not a JSONDecodeError
+        (DEEP, "nested too deep"),  # RecursionError
+        (f"```json\n{DEEP}\n```", "not valid JSON"),  # the reason given is the whole reply's
+        (f"```json\n{HUGE_NUMBER}\n```", "not valid JSON"),
+    ],
+)
+def test_json_that_python_cannot_read_is_a_parse_error(
+    dispatcher: Dispatcher, state: State, text: str, reason: str
+) -> None:
+    with pytest.raises(ReplyError, match=reason):
+        parse_reply(text)
+    step = dispatcher.dispatch(text, state)
+    assert step.kind == "parse_error" and not step.done
+    assert state["notes"].startswith("earlier note\n[PARSE ERROR] not valid JSON (")
+    assert reason in state["notes"] and len(state["notes"]) < 1000
+
+
+def test_a_tool_call_counts_the_steps(dispatcher: Dispatcher, state: State) -> None:
+    dispatcher.dispatch(reply("echo", text="a"), state)
+    dispatcher.dispatch(reply("echo", text="b"), state)
+    assert dispatcher.context.step_num == 2
 
 
 # -- the four rules --------------------------------------------------------------------------
@@ -138,8 +177,13 @@ def test_update_extends_completed_replaces_pending_and_sets_the_rest(
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
-        ({"pending_actions": "one", "goals": ["g"]}, "pending_actions must be a list, not str"),
-        ({"notes": 5}, "notes must be a string, not int"),
+        (
+            {"pending_actions": "one", "goals": ["g"]},
+            "update_scratchpad: key 'pending_actions' must be a list (e.g. [] or '- item' "
+            "lines), not str 'one'",
+        ),
+        ({"notes": 5}, "update_scratchpad: key 'notes' must be text, not int 5"),
+        ({"completed_tasks": {"a": 1}}, "key 'completed_tasks' must be a list"),
         ({"last_updated": "2020"}, "last_updated is stamped when the cycle ends and cannot be set"),
     ],
 )
@@ -149,10 +193,16 @@ def test_an_invalid_update_changes_nothing_and_says_why(
     untouched = json.loads(json.dumps(state))
     step = dispatcher.dispatch(reply("update_scratchpad", **args), state)
     assert step.kind == "update_error"
-    assert state["notes"] == f"earlier note\n[UPDATE ERROR] {problem}; nothing was changed"
+    assert state["notes"].startswith("earlier note\n[UPDATE ERROR] ")
+    assert problem in state["notes"] and state["notes"].endswith("; nothing was changed")
     assert {k: v for k, v in state.items() if k != "notes"} == {
         k: v for k, v in untouched.items() if k != "notes"
     }
+
+
+def test_an_update_to_null_gives_the_default(dispatcher: Dispatcher, state: State) -> None:
+    dispatcher.dispatch(reply("update_scratchpad", pending_actions=None, mood=None), state)
+    assert state["pending_actions"] == [] and state["mood"] is None
 
 
 def test_done_moves_the_task_and_takes_the_next(dispatcher: Dispatcher, state: State) -> None:

@@ -45,9 +45,11 @@ def test_a_bad_script_file_is_a_config_error(tmp_path: Path, content: str, messa
 
 def test_model_from_spec_reads_a_scripted_file(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"tool": "done", "args": {}}]))
+    script.write_text(json.dumps(["plain text", {"tool": "done", "args": {}}]))
     model = model_from_spec(f"scripted:{script}")
     assert isinstance(model, ScriptedModel)
+    assert model.replies == ["plain text", '{"tool": "done", "args": {}}']  # objects as JSON
+    assert model.complete(system="", user="") == "plain text"
     assert json.loads(model.complete(system="", user="")) == {"tool": "done", "args": {}}
 
 

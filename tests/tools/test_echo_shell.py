@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 
 from scratchpad.tools.echo_tool import echo_tool
 from scratchpad.tools.registry import ToolRegistry
-from scratchpad.tools.shell_tool import CappedText, run_shell, shell_tool
-from tests.process_helpers import process_gone
+from scratchpad.tools.shell_tool import CappedText, ShellResult, run_shell, shell_tool
+from tests.process_helpers import process_gone, read_pid
+
+
+async def gone_soon(pid: int, within_s: float = 3.0) -> bool:
+    """Whether ``pid`` is gone (or a zombie) within ``within_s`` seconds."""
+    deadline = time.monotonic() + within_s
+    while not process_gone(pid) and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    return process_gone(pid)
 
 
 async def test_echo_gives_its_text_back() -> None:
@@ -45,12 +54,42 @@ async def test_a_timeout_stops_the_whole_process_group(tmp_path: Path) -> None:
     assert not outcome.ok and outcome.reason == "timeout"
     assert outcome.text.startswith("started\n")  # what came before the timeout is kept
     assert "[timed out after 0.5s; stopped, exit code -15]" in outcome.text
-    child = int(pid_file.read_text())
-    for _ in range(200):  # the background sleep was in the group: it goes too
-        if process_gone(child):
-            break
-        await asyncio.sleep(0.01)
-    assert process_gone(child)
+    assert await gone_soon(int(pid_file.read_text()))  # the background sleep was in the group
+
+
+async def test_a_background_child_holding_stdout_is_stopped_when_sh_exits(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "child.pid"
+    command = f"sleep 37 & echo $! > {pid_file}; echo started"
+    registry = ToolRegistry([shell_tool(cwd=tmp_path, timeout_s=20)])
+    began = time.monotonic()
+    outcome = await registry.dispatch("shell", {"command": command}, None)
+    assert time.monotonic() - began < 10  # not the timeout: sh had exited
+    assert outcome.ok and outcome.text == "started\n[exit code 0]"
+    assert await gone_soon(int(pid_file.read_text()))
+
+
+async def test_a_detached_background_child_is_stopped_too(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    command = f"(sleep 38 >/dev/null 2>&1 & echo $! > {pid_file}); echo bg"
+    result = await run_shell(command, cwd=tmp_path, timeout_s=20, output_cap_chars=1000)
+    assert result == ShellResult("bg\n", 0, timed_out=False)
+    assert await gone_soon(int(pid_file.read_text()))
+
+
+async def test_a_cancelled_call_stops_the_command(tmp_path: Path) -> None:
+    pid_file = tmp_path / "sh.pid"
+    command = f"echo $$ > {pid_file}; exec sleep 39"
+    call = asyncio.ensure_future(
+        run_shell(command, cwd=tmp_path, timeout_s=60, output_cap_chars=1000)
+    )
+    pid = await asyncio.wait_for(read_pid(pid_file), 10)
+    call.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await call
+    assert call.cancelled()
+    assert await gone_soon(pid)
 
 
 async def test_a_call_cannot_ask_for_more_than_the_setting(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ class SessionFiles:
 
     def save_history(self, history: list[Message]) -> None:
         payload = {"saved_at": time.time(), "history": [m.to_dict() for m in history]}
-        atomic_write_text(self.history_path, json.dumps(payload, ensure_ascii=False))
+        atomic_write_text(self.history_path, json.dumps(payload, ensure_ascii=False), mode=0o600)
 
     def log(self, kind: str, **fields: Any) -> None:
         """One episodic line; long inputs and results are cut, everything is scrubbed."""

@@ -7,7 +7,6 @@ JSON text), for tests and demos without an API key.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -56,8 +55,10 @@ def init(root: RootArg) -> None:
     for path in written:
         console.print(f"created {path.relative_to(paths.root)}", markup=False)
     if not written:
-        console.print(f"{paths.root} is already an agent directory; nothing changed")
-    console.print(f"edit {paths.rules} and {paths.active}, then: scratchpad agent run {root}")
+        console.print(f"{paths.root} is already an agent directory; nothing changed", markup=False)
+    console.print(
+        f"edit {paths.rules} and {paths.active}, then: scratchpad agent run {root}", markup=False
+    )
 
 
 @agent_app.command()
@@ -105,7 +106,7 @@ def build_agent(root: Path, spec: str | None) -> CycleAgent:
 def show_result(paths: AgentPaths, result: CycleResult) -> None:
     colour = OUTCOME_COLOURS.get(result.outcome, "white")
     line = (
-        f"cycle {result.cycle_id}: [{colour}]{result.outcome}[/{colour}] "
+        f"cycle {escape(result.cycle_id)}: [{colour}]{result.outcome}[/{colour}] "
         f"after {result.iterations} step(s)"
     )
     if result.summary:
@@ -160,7 +161,7 @@ def _last_cycle(found: AgentStatus) -> str:
     if last is None:
         return "none yet"
     colour = OUTCOME_COLOURS.get(last.outcome, "white")
-    text = f"{last.cycle_id}: [{colour}]{last.outcome}[/{colour}]"
+    text = f"{escape(last.cycle_id)}: [{colour}]{escape(last.outcome)}[/{colour}]"
     if last.iterations is not None:
         text += f" after {last.iterations} step(s)"
     if last.detail:
@@ -179,7 +180,7 @@ def diff(
 
     found = guarded(lambda: cycle_diff(AgentPaths.of(root).require(), cycle))
     if not found.changed_keys:
-        console.print(f"cycle {found.cycle_id} changed nothing")
+        console.print(f"cycle {found.cycle_id} changed nothing", markup=False)
         return
     console.print(f"cycle {found.cycle_id} changed: {', '.join(found.changed_keys)}", markup=False)
     for line in found.text.splitlines():
@@ -217,8 +218,8 @@ def history(root: RootArg) -> None:
 def _history_row(entry: HistoryEntry) -> list[str]:
     colour = OUTCOME_COLOURS.get(entry.outcome, "magenta")
     return [
-        entry.cycle_id,
-        f"[{colour}]{entry.outcome}[/{colour}]",
+        escape(entry.cycle_id),
+        f"[{colour}]{escape(entry.outcome)}[/{colour}]",
         "" if entry.iterations is None else str(entry.iterations),
         entry.snapshots,
         escape(entry.detail),
@@ -234,12 +235,13 @@ def restore(
     ] = False,
 ) -> None:
     """Make active.yaml a snapshot; the current one is saved first (prerestore_<time>)."""
+    from scratchpad.memory.clock import local_now
     from scratchpad.memory.layout import AgentPaths
     from scratchpad.memory.snapshots import restore as restore_state
 
     paths = AgentPaths.of(root)
     which: Which = "before" if before else "after"
-    saved = guarded(lambda: restore_state(paths, cycle, which, _now()))
+    saved = guarded(lambda: restore_state(paths, cycle, which, local_now()))
     console.print(f"active.yaml restored from {cycle} ({which})", markup=False)
     if saved is not None:
         console.print(
@@ -252,10 +254,11 @@ def restore(
 @agent_app.command()
 def reset(root: RootArg) -> None:
     """Remove active.yaml: the next cycle starts from the default state. Snapshots stay."""
+    from scratchpad.memory.clock import local_now
     from scratchpad.memory.layout import AgentPaths
     from scratchpad.memory.snapshots import reset as reset_state
 
-    saved = guarded(lambda: reset_state(AgentPaths.of(root), _now()))
+    saved = guarded(lambda: reset_state(AgentPaths.of(root), local_now()))
     if saved is None:
         console.print("there was no active.yaml; nothing to reset")
         return
@@ -264,7 +267,3 @@ def reset(root: RootArg) -> None:
         "state; snapshots are kept",
         markup=False,
     )
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now().astimezone()

@@ -1,35 +1,44 @@
 """CycleAgent: one wake → run → sleep cycle of an agent directory, in exactly six events.
 
-1. name the cycle (``YYYYMMDD_HHMMSS``, suffixed ``_2``, ``_3`` in a taken second);
+1. name the cycle (its UTC start time ``YYYYMMDD_HHMMSS``, suffixed ``_2``, ``_3`` in a taken
+   second; UTC, so ids keep their order when the local clock goes back);
 2. wake: read ``active.yaml``, the only read of the cycle (a bad file stops here, unchanged);
 3. write ``<cycle>_before.yaml``: the bytes read, or the default state dumped when missing;
 4. run_cycle: up to ``max_iterations`` steps of prompt → ``model.complete`` → dispatch; if it
    raises, the after-state is the before-state with ``notes`` set to
-   ``Cycle <id> failed: <error>`` and the traceback goes to ``logs/cycle_<id>.log``;
+   ``Cycle <id> failed: <error>`` (at most ~2000 characters of it) and the full error and
+   traceback go to ``logs/cycle_<id>.log``;
 5. write ``<cycle>_after.yaml`` (``last_updated`` untouched);
 6. sleep: save ``active.yaml`` with ``last_updated`` stamped (ISO time), so the next cycle's
    ``_before`` is this file. Then the outcome goes to ``logs/cycles.jsonl`` and old
    snapshots are pruned (``keep_last``).
 
 The whole cycle holds ``ROOT/.lock``. It is synchronous, like ``model.complete``; tool calls
-are async and run on one private event loop per cycle, which at the end closes the pads it
-started (their kernels belong to that loop): pad environments, packages and cell history
-persist between cycles, pad variables do not. Call ``run_once`` from plain code, or from
-async code through ``await asyncio.to_thread(agent.run_once)``.
+are async and run on one private event loop per cycle (an ``asyncio.Runner``): Ctrl-C during
+a tool call cancels it (the tool cleans up, e.g. the shell tool stops its command) and the
+cycle stops with KeyboardInterrupt. Pads: with ``tools.pads`` on and no manager passed in, the
+cycle builds a ScratchpadManager for ``ROOT`` and lets go of its pads at the end
+(``detach_all``: local kernels belong to the cycle's loop and are closed; remote pads keep
+running on their server). Pad environments, packages and cell history persist between
+cycles, local pad variables do not. A manager passed in is never closed by the cycle: its
+owner decides (the pads the cycle started in it belong to the cycle's loop, which is closed
+at the end, so a manager shared between cycles is meant for remote pads). Call ``run_once``
+from plain code, or from async code through ``await asyncio.to_thread(agent.run_once)``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import datetime as dt
+import itertools
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scratchpad.errors import AgentError, AgentStateError
+from scratchpad.errors import AgentError, AgentStateError, ConfigError
+from scratchpad.memory.clock import Clock, iso, local_now
 from scratchpad.memory.config import AgentConfig, load_config
 from scratchpad.memory.dispatcher import Dispatcher
 from scratchpad.memory.journal import CycleLog, CycleRecord, Outcome, append_record
@@ -47,14 +56,7 @@ from scratchpad.tools.context import ToolSessionContext
 from scratchpad.tools.registry import ToolRegistry
 
 LOGGED_REPLY_CHARS = 4000
-
-
-def local_now() -> dt.datetime:
-    return dt.datetime.now().astimezone()
-
-
-def iso(moment: dt.datetime) -> str:
-    return moment.isoformat(timespec="seconds")
+ERROR_CHARS = 2000  # of a failed cycle's error in its result, note and record
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +72,15 @@ class CycleResult:
 
 @dataclass
 class CycleRun:
-    """What the steps of one cycle share: its id, the rules, the working state, the log."""
+    """What the steps of one cycle share: its id, the rules, the working state, the log, and
+    the pad manager (None when pads are off; ``owns_pads`` when the cycle built it)."""
 
     cycle_id: str
     rules: str
     state: State
     log: CycleLog
+    pads: ScratchpadManager | None = None
+    owns_pads: bool = False
     iterations: int = 0
 
 
@@ -84,7 +89,8 @@ class CycleAgent:
 
     Seams: ``config`` (else ``ROOT/config.yaml``), ``rules`` (else ``ROOT/RULES.md``),
     ``manager`` (else pads under ``ROOT/.scratchpad``), ``store`` (an observation store for
-    archived notes; else ``ROOT/notes_archive/``), ``clock`` (local time with its offset).
+    archived notes; else ``ROOT/notes_archive/``), ``clock`` (local time with its offset;
+    cycle ids use its UTC time).
     """
 
     def __init__(
@@ -96,7 +102,7 @@ class CycleAgent:
         rules: str | None = None,
         manager: ScratchpadManager | None = None,
         store: ObservationStore | None = None,
-        clock: Callable[[], dt.datetime] = local_now,
+        clock: Clock = local_now,
     ) -> None:
         self.paths = AgentPaths.of(root)
         self.model = model
@@ -113,13 +119,18 @@ class CycleAgent:
 
     def run(self) -> CycleResult:
         """Run one cycle; how it ended. AgentLockedError (nothing written) when another
-        cycle holds the directory, AgentStateError when ``active.yaml`` cannot be loaded."""
+        cycle holds the directory, AgentStateError when ``active.yaml`` cannot be loaded,
+        AgentError when called inside a running event loop, ConfigError for a bad pad
+        setting (these three before anything is written)."""
+        _refuse_running_loop()
         rules = self._read_rules()
+        pads = self._pads()
         with agent_lock(self.paths.lock):
             clear_stale_temps(self.paths.scratch)
             cycle_id = new_cycle_id(self.paths, self.clock())  # 1. name
-            with CycleLog(self.paths.cycle_log(cycle_id)) as log:
-                result = self._cycle(cycle_id, rules, log)
+            with CycleLog(self.paths.cycle_log(cycle_id), self.clock) as log:
+                run = CycleRun(cycle_id, rules, {}, log, pads, pads is not self.manager)
+                result = self._cycle(run)
         self.last_result = result
         return result
 
@@ -130,18 +141,20 @@ class CycleAgent:
         every_s: float = 0.0,
         on_result: Callable[[CycleResult], None] | None = None,
     ) -> list[CycleResult]:
-        """``count`` cycles (None: until interrupted), starting every ``every_s`` seconds."""
+        """``count`` cycles, one starting every ``every_s`` seconds; their results. With
+        ``count`` None it runs until interrupted and keeps no results (``on_result`` sees
+        every one)."""
+        cycles: Iterable[int] = itertools.count() if count is None else range(count)
         results: list[CycleResult] = []
-        while count is None or len(results) < count:
-            started = time.monotonic()
+        next_start = time.monotonic()
+        for _ in cycles:
+            time.sleep(max(0.0, next_start - time.monotonic()))
+            next_start = time.monotonic() + every_s
             result = self.run()
-            if count is not None:
-                results.append(result)
             if on_result is not None:
                 on_result(result)
-            if count is not None and len(results) >= count:
-                break
-            time.sleep(max(0.0, started + every_s - time.monotonic()))
+            if count is not None:
+                results.append(result)
         return results
 
     def _read_rules(self) -> str:
@@ -155,12 +168,25 @@ class CycleAgent:
                 f"{self.paths.root}`, or pass rules= to CycleAgent"
             ) from None
 
-    def _cycle(self, cycle_id: str, rules: str, log: CycleLog) -> CycleResult:
+    def _pads(self) -> ScratchpadManager | None:
+        """The manager passed in, else a new one for ``ROOT`` when pads are on, else None."""
+        if self.manager is not None or not self.config.tools.pads:
+            return self.manager
+        try:
+            return ScratchpadManager(workspace=self.paths.root)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{exc} (read for the agent's pads; an agent without pads has "
+                f"`tools: {{pads: false}}` in {self.paths.config})"
+            ) from exc
+
+    def _cycle(self, run: CycleRun) -> CycleResult:
+        cycle_id, log = run.cycle_id, run.log
         started = iso(self.clock())
         log.write(f"cycle {cycle_id} started in {self.paths.root}")
         read = self._wake(cycle_id, started, log)  # 2. wake
         write_before(self.paths, cycle_id, read.text)  # 3. before
-        run = CycleRun(cycle_id, rules, copy.deepcopy(read.state), log)
+        run.state = copy.deepcopy(read.state)
         result = self._run_safely(run)  # 4. run_cycle
         state = run.state
         if result.outcome == "failed":  # the before-state, only the notes say what happened
@@ -192,19 +218,27 @@ class CycleAgent:
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             run.log.write(f"failed at step {run.iterations}: {error}\n{traceback.format_exc()}")
-            return CycleResult(run.cycle_id, "failed", run.iterations, error=error)
+            return CycleResult(run.cycle_id, "failed", run.iterations, error=self._short(error))
+
+    def _short(self, error: str) -> str:
+        """The error, cut to ERROR_CHARS (the whole of it is in the cycle's log)."""
+        if len(error) <= ERROR_CHARS:
+            return error
+        more = len(error) - ERROR_CHARS
+        return f"{error[:ERROR_CHARS]} [... {more} more characters in the cycle's log]"
 
     def run_cycle(self, run: CycleRun) -> CycleResult:
-        """The steps of a cycle on a private event loop that lives as long as the cycle."""
-        loop = asyncio.new_event_loop()
-        manager = self.manager or ScratchpadManager(workspace=self.paths.root)
-        try:
-            registry, context = build_tools(self.paths, self.config, manager, self.store)
-            dispatcher = Dispatcher(registry, context, loop.run_until_complete)
-            return self._steps(run, dispatcher, registry, context)
-        finally:
-            loop.run_until_complete(manager.close_all())
-            loop.close()
+        """The steps of a cycle on a private event loop (an ``asyncio.Runner``) that lives as
+        long as the cycle: Ctrl-C in a tool call cancels it, and tasks left over are cancelled
+        when the loop closes. Pads of a manager the cycle built are let go of at the end."""
+        with asyncio.Runner() as runner:
+            registry, context = build_tools(self.paths, self.config, run.pads, self.store)
+            dispatcher = Dispatcher(registry, context, runner.run)
+            try:
+                return self._steps(run, dispatcher, registry, context)
+            finally:
+                if run.pads is not None and run.owns_pads:
+                    runner.run(run.pads.detach_all())
 
     def _steps(
         self,
@@ -238,7 +272,7 @@ class CycleAgent:
 
     def _archive(self, cycle_id: str) -> NotesArchive:
         if self.store is None:
-            return FileArchive(self.paths, cycle_id)
+            return FileArchive(self.paths, cycle_id, self.clock)
         return StoreArchive(
             self.store,
             turn_id=agent_turn_id(self.paths),
@@ -271,3 +305,15 @@ class CycleAgent:
         if removed:
             log.write(f"retention (keep_last {self.config.keep_last}): {len(removed)} removed")
         log.write(f"outcome: {result.outcome} after {result.iterations} step(s)")
+
+
+def _refuse_running_loop() -> None:
+    """AgentError when this thread runs an event loop (the cycle runs its own)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise AgentError(
+        "CycleAgent.run cannot be called inside a running event loop: call run_once from "
+        "plain code, or `await asyncio.to_thread(agent.run_once)` from async code"
+    )

@@ -20,9 +20,11 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from scratchpad.errors import AgentStateError
 from scratchpad.memory.notes import append_note
-from scratchpad.memory.state import EXPECTED, State
+from scratchpad.memory.state import State, validate_state
 from scratchpad.tools.base import ToolOutcome
+from scratchpad.tools.context import ToolSessionContext
 from scratchpad.tools.registry import ToolRegistry
 
 UPDATE = "update_scratchpad"
@@ -64,23 +66,34 @@ def parse_reply(reply: str) -> tuple[str, dict[str, Any]]:
 
 
 def _json_value(reply: str) -> Any:
-    """The reply as JSON, or the first fenced code block that is JSON."""
+    """The reply as JSON, or the first fenced code block that is JSON.
+
+    Besides JSONDecodeError (a ValueError), ``json.loads`` raises ValueError for an integer
+    of more than 4300 digits and RecursionError for brackets nested too deep: all three
+    mean the reply is not JSON we can use.
+    """
     try:
         return json.loads(reply)
-    except json.JSONDecodeError as exc:
-        first_error = exc
+    except (ValueError, RecursionError) as exc:
+        first_error = _reason(exc)
     for block in FENCED.finditer(reply):
         try:
             return json.loads(block.group(1))
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             continue
     raise ReplyError(f"not valid JSON ({first_error})")
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deep"
+    return str(exc)[:SHOWN_REPLY_CHARS]
 
 
 class Dispatcher:
     """Applies replies to a state; tool calls go through ``registry`` via ``run``."""
 
-    def __init__(self, registry: ToolRegistry, context: Any, run: Runner) -> None:
+    def __init__(self, registry: ToolRegistry, context: ToolSessionContext, run: Runner) -> None:
         self.registry = registry
         self.context = context
         self.run = run
@@ -99,8 +112,7 @@ class Dispatcher:
         return self.call_tool(state, tool, args)
 
     def call_tool(self, state: State, tool: str, args: dict[str, Any]) -> Step:
-        if hasattr(self.context, "step_num"):
-            self.context.step_num += 1
+        self.context.step_num += 1
         outcome = self.run(self.registry.dispatch(tool, args, self.context))
         shown_args = json.dumps(args, ensure_ascii=False)
         return _noted(state, "tool", f"[TOOL] {tool}({shown_args}) → {outcome.text[:RESULT_CHARS]}")
@@ -108,26 +120,19 @@ class Dispatcher:
 
 def update(state: State, args: dict[str, Any]) -> Step:
     """``update_scratchpad``: all of it, or nothing and an ``[UPDATE ERROR]`` note."""
-    problem = _update_problem(args)
-    if problem:
+    if "last_updated" in args:
+        problem = "last_updated is stamped when the cycle ends and cannot be set"
         return _noted(state, "update_error", f"[UPDATE ERROR] {problem}; nothing was changed")
-    for key, value in args.items():
+    try:  # the state as it would be, checked like a state file (null: the default)
+        checked = validate_state({**state, **args}, UPDATE, hint="")
+    except AgentStateError as exc:
+        return _noted(state, "update_error", f"[UPDATE ERROR] {exc}; nothing was changed")
+    for key in args:
         if key == "completed_tasks":
-            state["completed_tasks"] = [*state.get("completed_tasks", []), *value]
+            state["completed_tasks"] = [*state.get("completed_tasks", []), *checked[key]]
         else:  # pending_actions is replaced like any other key
-            state[key] = value
+            state[key] = checked[key]
     return Step("update")
-
-
-def _update_problem(args: dict[str, Any]) -> str:
-    for key, value in args.items():
-        if key == "last_updated":
-            return "last_updated is stamped when the cycle ends and cannot be set"
-        expected = EXPECTED.get(key)
-        if expected is not None and not isinstance(value, expected):
-            wanted = "a list" if expected[0] is list else "a string"
-            return f"{key} must be {wanted}, not {type(value).__name__}"
-    return ""
 
 
 def complete(state: State, args: dict[str, Any]) -> Step:

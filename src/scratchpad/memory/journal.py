@@ -9,13 +9,14 @@ Lines are appended and fsynced; a line torn by a crash is skipped when read.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
+
+from scratchpad.memory.clock import Clock, iso, local_now
 
 Outcome = Literal["done", "max_iterations", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("done", "max_iterations", "failed")
@@ -79,15 +80,16 @@ def read_records(path: Path) -> list[CycleRecord]:
 
 
 class CycleLog:
-    """The log file of one cycle, written as it goes (timestamped lines)."""
+    """The log file of one cycle, written as it goes (lines stamped by ``clock``)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: Clock = local_now) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.clock = clock
         self._file = path.open("a", encoding="utf-8")
 
     def write(self, message: str) -> None:
-        stamp = dt.datetime.now().astimezone().isoformat(timespec="milliseconds")
+        stamp = iso(self.clock(), "milliseconds")
         self._file.write(f"{stamp} {message.rstrip()}\n")
         self._file.flush()
 

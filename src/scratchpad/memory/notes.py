@@ -10,10 +10,10 @@ heads, so the pointers form a chain back to the first note.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Protocol
 
 from scratchpad.fsutil import atomic_write_text
+from scratchpad.memory.clock import Clock, iso, local_now
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.state import State
 from scratchpad.observations.store import ObservationStore
@@ -35,14 +35,15 @@ class NotesArchive(Protocol):
 class FileArchive:
     """``ROOT/notes_archive/<cycle>.md``; several moves in one cycle append sections."""
 
-    def __init__(self, paths: AgentPaths, cycle_id: str) -> None:
+    def __init__(self, paths: AgentPaths, cycle_id: str, clock: Clock = local_now) -> None:
         self.path = paths.archive / f"{cycle_id}.md"
         self.relative = self.path.relative_to(paths.root)
         self.cycle_id = cycle_id
+        self.clock = clock
 
     def put(self, text: str) -> str:
         old = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
-        stamp = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+        stamp = iso(self.clock())
         section = f"## cycle {self.cycle_id}, {stamp}: {len(text)} characters\n\n{text}\n\n"
         atomic_write_text(self.path, old + section)
         return f"[ARCHIVED] {len(text)} older characters of notes are in {self.relative}"

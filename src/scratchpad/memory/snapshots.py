@@ -1,7 +1,8 @@
 """Per-cycle snapshots: cycle ids, ``_before``/``_after`` files, retention, restore, reset, diff.
 
-A cycle id is the cycle's start time ``YYYYMMDD_HHMMSS``; a second cycle in the same second
-gets ``_2``, then ``_3``, ... so no cycle overwrites another's files. Restore and reset first
+A cycle id is the cycle's start time in UTC, ``YYYYMMDD_HHMMSS`` (UTC so that ids sort in the
+order cycles ran when the local clock goes back); a second cycle in the same second gets
+``_2``, then ``_3``, ... so no cycle overwrites another's files. Restore and reset first
 save the current ``active.yaml`` as ``prerestore_<time>.yaml`` / ``prereset_<time>.yaml`` in
 the same directory (restorable by that name), and both hold the agent lock.
 """
@@ -10,15 +11,15 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import os
 import re
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from scratchpad.errors import AgentError
-from scratchpad.fsutil import atomic_write_text
+from scratchpad.fsutil import atomic_write_bytes, atomic_write_text
+from scratchpad.memory.clock import utc_stamp
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.lock import agent_lock
 from scratchpad.memory.state import State, dump_state, read_state, save_state
@@ -37,10 +38,15 @@ def cycle_key(cycle_id: str) -> tuple[str, int]:
 
 
 def new_cycle_id(paths: AgentPaths, now: dt.datetime) -> str:
-    """The id for a cycle starting at ``now``, suffixed if that second is taken."""
-    base = now.strftime("%Y%m%d_%H%M%S")
+    """The id for a cycle starting at ``now`` (its UTC time), suffixed if that second is
+    taken."""
+    return _first_free(utc_stamp(now), lambda name: _taken(paths, name))
+
+
+def _first_free(base: str, taken: Callable[[str], bool]) -> str:
+    """``base``, else ``base_2``, ``base_3``, ...: the first name that is not taken."""
     candidate, number = base, 1
-    while _taken(paths, candidate):
+    while taken(candidate):
         number += 1
         candidate = f"{base}_{number}"
     return candidate
@@ -95,7 +101,7 @@ def prune(paths: AgentPaths, keep_last: int | None) -> list[Path]:
 def snapshot_path(paths: AgentPaths, name: str, which: Which = "after") -> Path:
     """The snapshot file of cycle ``name`` (or a saved ``prerestore_…``/``prereset_…``)."""
     if SAVED.match(name):
-        path = paths.scratch / f"{name}.yaml"
+        path = _saved(paths, name)
     elif CYCLE_ID.match(name):
         path = paths.before(name) if which == "before" else paths.after(name)
     else:
@@ -113,30 +119,21 @@ def _recent(paths: AgentPaths) -> str:
 
 
 def save_current(paths: AgentPaths, reason: str, now: dt.datetime) -> Path | None:
-    """Copy ``active.yaml`` byte for byte to ``<reason>_<time>.yaml``; None when missing."""
-    if not paths.active.exists():
+    """Copy ``active.yaml`` byte for byte to ``<reason>_<UTC time>.yaml``; None when missing."""
+    try:
+        data = paths.active.read_bytes()
+    except FileNotFoundError:
         return None
-    base = f"{reason}_{now.strftime('%Y%m%d_%H%M%S')}"
-    target, number = paths.scratch / f"{base}.yaml", 1
-    while target.exists():
-        number += 1
-        target = paths.scratch / f"{base}_{number}.yaml"
-    _copy_atomically(paths.active, target)
+    name = _first_free(
+        f"{reason}_{utc_stamp(now)}", lambda n: paths.scratch.joinpath(f"{n}.yaml").exists()
+    )
+    target = paths.scratch / f"{name}.yaml"
+    atomic_write_bytes(target, data)
     return target
 
 
-def _copy_atomically(source: Path, target: Path) -> None:
-    """The bytes of ``source`` into ``target`` (temp, fsync, rename), whatever they are."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(source.read_bytes())
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _saved(paths: AgentPaths, name: str) -> Path:
+    return paths.scratch / f"{name}.yaml"
 
 
 def restore(paths: AgentPaths, name: str, which: Which, now: dt.datetime) -> Path | None:

@@ -112,11 +112,14 @@ def parse_state(text: str, source: str | Path) -> State:
     return validate_state(data, source)
 
 
-def validate_state(data: Mapping[Any, Any], source: str | Path) -> State:
-    """The schema keys first (missing or null ones from the default), then unknown keys."""
+def validate_state(data: Mapping[Any, Any], source: str | Path, *, hint: str = HOW_TO_FIX) -> State:
+    """The schema keys first (missing or null ones from the default), then unknown keys.
+
+    A key of the wrong type raises AgentStateError: ``<source>: <problem>. <hint>``.
+    """
     for key in data:
         if not isinstance(key, str):
-            raise AgentStateError(f"{source}: key {key!r} is not text. {HOW_TO_FIX}")
+            raise _invalid(source, f"key {key!r} is not text", hint)
     state: State = {}
     for key, default in DEFAULT_STATE.items():
         value = data.get(key)
@@ -127,12 +130,14 @@ def validate_state(data: Mapping[Any, Any], source: str | Path) -> State:
         expected = EXPECTED.get(key)
         if expected is not None and not isinstance(value, expected):
             wanted = TYPE_WORDS[expected[0]] if len(expected) == 1 else "an ISO time or null"
-            raise AgentStateError(
-                f"{source}: key {key!r} must be {wanted}, not {_describe(value)}. {HOW_TO_FIX}"
-            )
+            raise _invalid(source, f"key {key!r} must be {wanted}, not {_describe(value)}", hint)
         state[key] = value
     state.update((key, value) for key, value in data.items() if key not in state)
     return state
+
+
+def _invalid(source: str | Path, problem: str, hint: str) -> AgentStateError:
+    return AgentStateError(f"{source}: {problem}" + (f". {hint}" if hint else ""))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,15 +1,22 @@
 """The tools an agent's model is offered, from its config.
 
 ``echo`` always; ``scratchpad`` (pads) unless ``tools.pads`` is false; ``read_observation``
-when the agent has an observation store (archived notes live there); ``shell`` only when
-``tools.shell`` is true. A tool that is not registered cannot be called at all.
+when the agent has an observation store (archived notes live there; the model is shown it
+once the agent's turn has observations, i.e. from the first step after notes were archived);
+``shell`` only when ``tools.shell`` is true. A tool that is not registered cannot be called.
+
+With pads off no ScratchpadManager is built from the settings (so a bad ``SCRATCHPAD_*``
+pad setting does not matter); the tool context gets one that starts no pad.
 """
 
 from __future__ import annotations
 
+from scratchpad.config import Settings
+from scratchpad.errors import AgentError
 from scratchpad.memory.config import AgentConfig
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.observations.store import ObservationStore
+from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.tools.context import ToolSessionContext
 from scratchpad.tools.echo_tool import echo_tool
@@ -27,13 +34,18 @@ def agent_turn_id(paths: AgentPaths) -> str:
 def build_tools(
     paths: AgentPaths,
     config: AgentConfig,
-    manager: ScratchpadManager,
+    manager: ScratchpadManager | None,
     store: ObservationStore | None,
 ) -> tuple[ToolRegistry, ToolSessionContext]:
-    """The registry and the context its tools run with."""
+    """The registry and the context its tools run with; ``manager`` is needed (and only
+    used) when pads are on."""
     registry = ToolRegistry([echo_tool()])
     if config.tools.pads:
+        if manager is None:
+            raise AgentError("tools.pads is on: build_tools needs a ScratchpadManager")
         registry.register(scratchpad_tool(manager))
+    else:
+        manager = padless_manager(paths)
     if store is not None:
         registry.register(read_observation_tool())
     if config.tools.shell:
@@ -46,3 +58,14 @@ def build_tools(
         )
     context = ToolSessionContext(manager=manager, store=store, turn_id=agent_turn_id(paths))
     return registry, context
+
+
+def padless_manager(paths: AgentPaths) -> ScratchpadManager:
+    """A manager for the tool context of an agent without pads: it reads no settings from
+    the environment and refuses to start a pad."""
+    defaults = Settings.model_construct()  # the defaults, without reading SCRATCHPAD_*
+    return ScratchpadManager(paths.root, settings=defaults, runtime_factory=_no_pad)
+
+
+def _no_pad(name: str) -> ScratchpadRuntime:
+    raise AgentError(f"pads are off for this agent (tools.pads: false); {name!r} cannot start")

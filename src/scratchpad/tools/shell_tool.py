@@ -2,16 +2,16 @@
 
 Off unless an agent enables it (whoever registers the tool decides; nothing offers it by
 default). The command runs in its own process group with stdin closed; stdout and stderr are
-read together, in order, keeping the head and the tail when there is too much. On timeout
-the whole group gets SIGTERM, then SIGKILL after a grace period. The answer always ends
-with the exit code (or the timeout).
+read together, in order, keeping the head and the tail when there is too much. When the call
+ends (``sh`` exited, timed out, or the call was cancelled) the whole group gets SIGTERM, then
+SIGKILL after a grace period, so no background child outlives the call. The answer always
+ends with the exit code (or the timeout, when ``sh`` itself was still running).
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
-import contextlib
 import os
 import signal
 from dataclasses import dataclass
@@ -23,8 +23,8 @@ from scratchpad.tools.base import ToolDef, ToolOutcome
 
 NAME = "shell"
 KILL_GRACE_S = 1.0
-DRAIN_AFTER_KILL_S = 1.0
-READ_CHUNK = 65536
+DRAIN_AFTER_STOP_S = 1.0
+POLL_S = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +60,36 @@ class CappedText:
         return f"{self.head}\n[... {omitted} characters omitted ...]\n{self.tail}"
 
 
+class _Pipe(asyncio.SubprocessProtocol):
+    """Feeds the command's output to ``output``; says when ``sh`` exited and the pipe closed."""
+
+    def __init__(self, output: CappedText) -> None:
+        self.output = output
+        self.exited = asyncio.Event()
+        self.closed = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes | bytearray) -> None:
+        self.output.feed(bytes(data))
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self.closed.set()
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+
 async def run_shell(
     command: str, *, cwd: Path | None, timeout_s: float, output_cap_chars: int
 ) -> ShellResult:
-    """Run ``command``; never raises for the command's own failure or a timeout."""
-    process = await asyncio.create_subprocess_exec(
+    """Run ``command``; never raises for the command's own failure or a timeout.
+
+    The call ends when ``sh`` exits (or times out): then whatever is left of its process
+    group (background children) is stopped, what was already written is read, and the pipe
+    is closed even if a process outside the group still holds it.
+    """
+    output = CappedText(output_cap_chars)
+    transport, pipe = await asyncio.get_running_loop().subprocess_exec(
+        lambda: _Pipe(output),
         "/bin/sh",
         "-c",
         command,
@@ -74,40 +99,57 @@ async def run_shell(
         cwd=cwd,
         start_new_session=True,
     )
-    assert process.stdout is not None
-    output = CappedText(output_cap_chars)
-    timed_out = False
     try:
-        await asyncio.wait_for(
-            asyncio.gather(_pump(process.stdout, output), process.wait()), timeout_s
-        )
-    except TimeoutError:
-        timed_out = True
-    finally:
-        if process.returncode is None:
-            await _stop_group(process)
-    if timed_out:
-        with contextlib.suppress(TimeoutError):  # what was written before the kill
-            await asyncio.wait_for(_pump(process.stdout, output), DRAIN_AFTER_KILL_S)
-    output.feed(b"", final=True)
-    return ShellResult(output.text(), process.returncode, timed_out)
-
-
-async def _pump(stream: asyncio.StreamReader, output: CappedText) -> None:
-    while chunk := await stream.read(READ_CHUNK):
-        output.feed(chunk)
-
-
-async def _stop_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM to the command's process group, then SIGKILL if it is still there."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
         try:
-            await asyncio.wait_for(process.wait(), KILL_GRACE_S)
-            return
-        except TimeoutError:
-            continue
+            timed_out = not await _within(pipe.exited, timeout_s)
+        finally:  # always, also when the call is cancelled
+            await _stop_group(transport.get_pid(), pipe.exited)
+        await _within(pipe.closed, DRAIN_AFTER_STOP_S)
+    finally:
+        transport.close()
+    output.feed(b"", final=True)
+    return ShellResult(output.text(), transport.get_returncode(), timed_out)
+
+
+async def _within(event: asyncio.Event, timeout_s: float) -> bool:
+    """Whether ``event`` is set within ``timeout_s`` seconds."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout_s)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _stop_group(pgid: int, exited: asyncio.Event) -> None:
+    """SIGTERM to the command's process group, SIGKILL to what is left after a grace period
+    (at once if this wait is cancelled); then wait for ``sh`` to be reaped."""
+    if _signal_group(pgid, signal.SIGTERM):
+        try:
+            await _group_gone(pgid, KILL_GRACE_S)
+        finally:
+            _signal_group(pgid, signal.SIGKILL)
+    await _within(exited, KILL_GRACE_S)
+
+
+async def _group_gone(pgid: int, timeout_s: float) -> bool:
+    """Whether no process of the group is left within ``timeout_s`` (a zombie counts as
+    left: an orphan is reaped by init, if ever, so this may wait the whole time)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while _signal_group(pgid, 0):
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(POLL_S)
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to the group; False when no process is left in it."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def shell_tool(
