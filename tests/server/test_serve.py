@@ -15,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from scratchpad.errors import ConfigError
+from scratchpad.server.serve import listen
 from tests.process_helpers import process_gone
 from tests.server_helpers import running_server
 
@@ -101,3 +103,14 @@ def test_a_client_that_stops_reading_does_not_hold_up_its_pad(
             timeout=30,
         )
         assert '"result": "2"' in answer.text
+
+
+def test_the_listening_socket_is_tcp_so_replies_are_not_held_back() -> None:
+    """asyncio sets TCP_NODELAY on accepted sockets only when the listener's proto is TCP;
+    without it every streamed reply waits ~40 ms for a delayed ACK (Nagle)."""
+    sock = listen("127.0.0.1", 0)
+    with sock:
+        assert sock.proto == socket.IPPROTO_TCP and sock.getsockname()[1] > 0
+    taken = listen("127.0.0.1", 0)
+    with taken, pytest.raises(ConfigError, match=r"cannot listen on 127\.0\.0\.1"):
+        listen("127.0.0.1", taken.getsockname()[1])

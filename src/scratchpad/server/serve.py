@@ -58,9 +58,16 @@ def banner(host: str, port: int, settings: Settings) -> str:
 def listen(host: str, port: int) -> socket.socket:
     """The listening socket, bound before anything is recorded (port 0: any free port)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted sockets only then, and
+    # without it Nagle + delayed ACKs add ~40 ms to every streamed response.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        return socket.create_server((host, port), family=family, backlog=2048)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+        return sock
     except OSError as exc:
+        sock.close()
         raise ConfigError(
             f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port "
             "(0 picks a free one)"

@@ -58,7 +58,8 @@ class EventStream(Response):
 
     async def _next(self) -> bytes | None:
         try:
-            data = await asyncio.wait_for(self._queue.get(), self.ping_s)
+            async with asyncio.timeout(self.ping_s):  # no task per frame, unlike wait_for
+                data = await self._queue.get()
         except TimeoutError:
             return PING
         if data is not None:
