@@ -29,6 +29,7 @@ from pathlib import Path
 
 import httpx
 
+from runtime import tree_rss_mib  # bench/runtime.py: this script's directory is on sys.path
 from scratchpad.config import Settings
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
@@ -74,23 +75,6 @@ def server(home: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     finally:
         process.terminate()
         process.wait(timeout=120)
-
-
-def tree_rss_mib(pid: int) -> float:
-    total_kib, pending = 0, [pid]
-    while pending:
-        current = pending.pop()
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
-            continue
-        total_kib += next(
-            (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")),
-            0,
-        )
-        pending.extend(int(child) for child in children)
-    return total_kib / 1024
 
 
 def pad(url: str, name: str) -> RemoteRuntime:

@@ -6,8 +6,9 @@ kernel's helpers should not pay for modules they do not use).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from scratchpad._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from scratchpad.agent.session import Session
@@ -82,14 +83,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'scratchpad' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports("scratchpad", _EXPORTS, globals())

@@ -6,8 +6,9 @@ Imported lazily, so ``scratchpad.memory.state`` stays cheap for tools that only 
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from scratchpad._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from scratchpad.memory.config import AgentConfig, ToolsConfig, load_config
@@ -100,14 +101,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'scratchpad.memory' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports("scratchpad.memory", _EXPORTS, globals())
