@@ -13,9 +13,9 @@ from pathlib import Path
 
 from scratchpad.config import Settings
 from scratchpad.runtime.base import ScratchpadRuntime
+from scratchpad.runtime.inkernel.protocol import encode
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.protocol import encode
 from tests.process_helpers import process_gone
 
 MIB = 1024 * 1024

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scratchpad.runtime import protocol
+from scratchpad.runtime.inkernel import protocol
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from scratchpad.errors import KernelStartError
-from scratchpad.runtime import protocol
+from scratchpad.runtime.inkernel import protocol
 
-WORKER_PATH = Path(__file__).with_name("worker.py")
+WORKER_PATH = Path(__file__).parent / "inkernel" / "worker.py"
 READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20  # bigger pipes: a cell can write 1 MiB without waiting for the parent
 MAX_QUEUED_BYTES = 8 << 20  # output queued but not consumed before reading pauses

@@ -22,7 +22,7 @@ sys.path.insert(0, _HERE)
 if TYPE_CHECKING:
     import signal as _signal
 
-    from scratchpad.runtime import protocol
+    from scratchpad.runtime.inkernel import protocol
 else:
     import _signal  # the signal module would import enum: milliseconds at boot
 
