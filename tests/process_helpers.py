@@ -7,12 +7,20 @@ from pathlib import Path
 
 
 def process_gone(pid: int) -> bool:
-    """Dead, or a zombie waiting for init to reap it (it is not ours to reap)."""
+    """Dead, or a zombie waiting to be reaped (it is not ours to reap). A process with threads
+    is gone only once every thread is: its leader shows "Z" while the others still exit."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except FileNotFoundError:
         return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+    for task in tasks:
+        try:
+            stat = (task / "stat").read_text()
+        except FileNotFoundError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+            return False
+    return True
 
 
 async def read_pid(path: Path) -> int:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -35,7 +36,7 @@ def running_server(home: Path, cwd: Path, key: str) -> Iterator[tuple[str, subpr
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, process)
+        wait_healthy(url, process)
         yield url, process
     finally:
         if process.poll() is None:
@@ -43,7 +44,7 @@ def running_server(home: Path, cwd: Path, key: str) -> Iterator[tuple[str, subpr
             process.wait()
 
 
-def _wait_healthy(url: str, process: subprocess.Popen[str]) -> None:
+def wait_healthy(url: str, process: subprocess.Popen[Any]) -> None:
     deadline = time.monotonic() + 30
     while True:
         try:

@@ -36,10 +36,24 @@ class Settings(BaseSettings):
     interrupt_grace_s: float = Field(
         2.0, gt=0, description="How long an interrupted kernel may take to answer before a kill."
     )
+    heartbeat_s: float = Field(
+        2.0, gt=0, description="How often a kernel running a cell says it is alive."
+    )
 
     # Kernels and their environments.
     output_cap_bytes: int = Field(
         8 * MIB, ge=1024, description="Bytes kept per stream per cell (head + tail)."
+    )
+    logs_cap_chars: int = Field(
+        1 * MIB, ge=1024, description="Characters of progress messages and notes kept per cell."
+    )
+    display_cap_bytes: int = Field(
+        8 * MIB, ge=1024, description="Bytes of display() outputs and figures kept per cell."
+    )
+    history_max_bytes: int = Field(
+        32 * MIB,
+        ge=64 * 1024,
+        description="Size of a pad's stored history; beyond it the oldest cells are folded away.",
     )
     kernel_start_timeout_s: float = Field(30.0, gt=0)
     kernel_memory_limit_mb: int | None = Field(
@@ -100,6 +114,15 @@ class Settings(BaseSettings):
             ]
             if missing:
                 raise ValueError(f"SCRATCHPAD_BACKEND=remote needs {' and '.join(missing)}")
+        return self
+
+    @model_validator(mode="after")
+    def _heartbeats_fit_the_inactivity_window(self) -> Settings:
+        if self.min_inactivity_s < 2 * self.heartbeat_s:
+            raise ValueError(
+                f"SCRATCHPAD_MIN_INACTIVITY_S ({self.min_inactivity_s:g}) must be at least twice "
+                f"SCRATCHPAD_HEARTBEAT_S ({self.heartbeat_s:g}), or quiet cells count as hung"
+            )
         return self
 
     @field_validator("home", mode="after")

@@ -14,6 +14,7 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   ├── LLMTransientError        a temporary failure outlasted the retries
     │   ├── LLMContextOverflowError  the request does not fit the model's context window
     │   ├── LLMModelUnavailableError the model is unknown or not served
+    │   ├── LLMNoReplyError          the provider ended without a reply
     │   └── StructuredOutputError    the model did not return a valid object
     ├── ObservationError         the observation store could not do what was asked
     │   └── ObservationNotFoundError  unknown id, expired, or another turn's observation
@@ -24,7 +25,11 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   └── InstallError         installing packages into the pad failed or timed out
     └── AgentError               an agent directory cannot be used as asked (missing, no cycle)
         ├── AgentStateError      the agent's state file is not valid YAML or has a wrong type
-        └── AgentLockedError     another cycle holds the agent directory's lock
+        ├── AgentLockedError     another cycle holds the agent directory's lock
+        └── ReplyError           a model's reply to an agent step is not the JSON asked for
+
+Over HTTP an error travels as ``{"error": message, "type": class name}`` with the status of
+:data:`HTTP_STATUS`; :func:`error_from_http` turns it back into the same class on the client.
 """
 
 from __future__ import annotations
@@ -77,6 +82,10 @@ class LLMModelUnavailableError(LLMError):
     """The model is unknown or not served by this provider."""
 
 
+class LLMNoReplyError(LLMError):
+    """The provider ended a response without any reply (no text, no tool call)."""
+
+
 class StructuredOutputError(LLMError):
     """The model did not return a valid object for a structured-output request."""
 
@@ -111,6 +120,11 @@ class KernelStartError(PadError):
 class InstallError(PadError):
     """Installing packages into the pad failed or timed out."""
 
+    def __init__(self, message: str, *, exit_code: int | None = None, output: str = "") -> None:
+        super().__init__(message)
+        self.exit_code = exit_code  # None when it timed out (or never ran)
+        self.output = output
+
 
 class AgentError(ScratchpadError):
     """An agent directory cannot be used as asked (not initialised, unknown cycle)."""
@@ -122,3 +136,46 @@ class AgentStateError(AgentError):
 
 class AgentLockedError(AgentError):
     """Another cycle holds the agent directory's lock."""
+
+
+class ReplyError(AgentError, ValueError):
+    """A model's reply to an agent step is not the JSON object asked for."""
+
+
+HTTP_STATUS: dict[type[ScratchpadError], int] = {
+    InvalidInputError: 400,
+    PadNotFoundError: 404,
+    ObservationNotFoundError: 404,
+    PadClosedError: 409,
+    AgentLockedError: 409,
+    LLMError: 502,
+    ScratchpadError: 500,
+}
+"""The HTTP status of each error class (the closest ancestor listed decides)."""
+
+
+def http_status(exc: ScratchpadError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in HTTP_STATUS:
+            return HTTP_STATUS[cls]
+    return 500
+
+
+def error_classes() -> dict[str, type[ScratchpadError]]:
+    """Every class of the tree by name."""
+    found: dict[str, type[ScratchpadError]] = {}
+    pending: list[type[ScratchpadError]] = [ScratchpadError]
+    while pending:
+        cls = pending.pop()
+        found[cls.__name__] = cls
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def error_from_http(status: int, type_name: str | None, message: str) -> ScratchpadError:
+    """The error a server answered (its class by name, else by status), for a client."""
+    cls = error_classes().get(type_name or "")
+    if cls is None:
+        by_status = {code: kind for kind, code in HTTP_STATUS.items() if kind is not LLMError}
+        cls = by_status.get(status, PadError)
+    return cls(message)

@@ -74,7 +74,7 @@ def test_reset_clears_history() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["exec", "../etc", "1"], "invalid pad name"),
+        (["exec", "bad\x07name", "1"], "invalid pad name"),
         (["view", "nothing-here"], "no pad named 'nothing-here'"),
         (["rm", "nothing-here"], "no pad named 'nothing-here'"),
         (["install", "main", "--", "--index-url=x"], "is not allowed"),

@@ -447,9 +447,9 @@ class RecordingManager(ScratchpadManager):
         self.calls.append("detach_all")
         await super().detach_all()
 
-    async def close_all(self) -> None:
+    async def close_all(self, *, reason: str = "the pad was closed") -> None:
         self.calls.append("close_all")
-        await super().close_all()
+        await super().close_all(reason=reason)
 
 
 @pytest.fixture

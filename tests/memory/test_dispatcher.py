@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from scratchpad.config import Settings
+from scratchpad.errors import ReplyError
 from scratchpad.memory import Dispatcher, default_state, parse_reply
-from scratchpad.memory.dispatcher import ReplyError
 from scratchpad.memory.state import State
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.tools.base import ToolDef

@@ -4,6 +4,7 @@ the remote runtime talking to a real ``scratchpad serve`` on a loopback port."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,11 +26,12 @@ def runtime_kind(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def pad(
+async def backend(
     manager: ScratchpadManager, runtime_kind: str, workspace: Path, tmp_path: Path
-) -> AsyncIterator[ScratchpadRuntime]:
+) -> AsyncIterator[ScratchpadManager]:
+    """A manager whose pads are local, or on a real server over loopback."""
     if runtime_kind == "local":
-        yield await manager.get_or_create("main")
+        yield manager
         return
     with running_server(tmp_path / "server-home", workspace, REMOTE_KEY) as (url, _):
         remote_settings = manager.settings.model_copy(
@@ -37,9 +39,14 @@ async def pad(
         )
         remote = ScratchpadManager(settings=remote_settings)
         try:
-            yield await remote.get_or_create("main")
+            yield remote
         finally:
             await remote.close_all()
+
+
+@pytest.fixture
+async def pad(backend: ScratchpadManager) -> ScratchpadRuntime:
+    return await backend.get_or_create("main")
 
 
 async def test_state_persists_between_cells(pad: ScratchpadRuntime) -> None:
@@ -187,8 +194,7 @@ async def test_cancel_interrupts_and_keeps_state(pad: ScratchpadRuntime) -> None
     await pad.execute("counter = 0")
     task = asyncio.create_task(pad.execute("while True:\n    counter += 1"))
     await wait_until_busy(pad)
-    await asyncio.sleep(0.2)
-    await pad.cancel()
+    await pad.cancel()  # at once: the interrupt waits until the kernel entered the cell
     cell = await task
     assert cell.status == "cancelled"
     assert cell.error is not None and cell.error.startswith("Cell cancelled (interrupted")
@@ -276,3 +282,78 @@ async def test_kernel_environment(pad: ScratchpadRuntime) -> None:
 async def test_kernel_has_its_own_process_group(pad: ScratchpadRuntime) -> None:
     cell = await pad.execute("import os\nos.getpgid(0) == os.getpid()")
     assert cell.result == "True"
+
+
+async def test_cancel_by_id_removes_a_queued_cell_and_interrupts_a_running_one(
+    pad: ScratchpadRuntime,
+) -> None:
+    await pad.execute("ran = []")
+    running = asyncio.create_task(
+        pad.execute("import time\nwhile True:\n    time.sleep(0.01)", cell_id="long")
+    )
+    await wait_until_busy(pad)
+    queued = asyncio.create_task(pad.execute("ran.append('queued')", cell_id="queued"))
+    await asyncio.sleep(0)  # the second submit is queued behind the first
+    assert await pad.cancel("queued")
+    skipped = await queued
+    assert skipped.id == "queued" and skipped.status == "cancelled"
+    assert skipped.error is not None and "before it started; nothing ran" in skipped.error
+    assert not running.done()  # another cell's cancel never touches this one
+    assert await pad.cancel("long")
+    stopped = await running
+    assert stopped.id == "long" and stopped.status == "cancelled"
+    assert (await pad.execute("ran")).result == "[]"
+    assert not await pad.cancel("no-such-cell")
+
+
+async def test_a_repeated_cell_id_gives_the_known_cell_and_never_runs_twice(
+    pad: ScratchpadRuntime,
+) -> None:
+    await pad.execute("count = 0")
+    first = await pad.execute("count += 1\ncount", cell_id="once")
+    again = await pad.execute("count += 1\ncount", cell_id="once")
+    assert first.result == again.result == "1"
+    assert again.id == "once"
+    assert (await pad.execute("count")).result == "1"
+
+
+async def test_a_bad_cell_id_is_refused(pad: ScratchpadRuntime) -> None:
+    with pytest.raises(InvalidInputError, match="cell id"):
+        await pad.execute("1", cell_id="../x")
+
+
+async def test_reset_stops_the_running_cell_and_says_its_state_was_lost(
+    pad: ScratchpadRuntime,
+) -> None:
+    running = asyncio.create_task(pad.execute("import time\ntime.sleep(30)"))
+    await wait_until_busy(pad)
+    await pad.reset()
+    cell = await running
+    assert cell.status == "killed"
+    assert cell.error is not None
+    assert cell.error.startswith("Cell stopped: the pad was reset while it ran")
+    assert "variables were lost" in cell.error and "kept" not in cell.error
+
+
+async def test_lone_surrogates_anywhere_become_replacement_characters(
+    pad: ScratchpadRuntime,
+) -> None:
+    lone = "\ud800"
+    code = f"progress({lone!r})\nprint({lone!r})\ndisplay({lone!r})\nraise ValueError({lone!r})"
+    items = [item async for item in pad.execute_streaming(code, description=f"d{lone}")]
+    cell = items[-1]
+    assert isinstance(cell, Cell) and cell.status == "error"  # it ran, and says so
+    for text in (cell.error, cell.logs, cell.description, cell.code, json.dumps(cell.outputs)):
+        assert text is not None
+        text.encode("utf-8")  # valid UTF-8 everywhere
+    assert "ValueError: \ufffd" in (cell.error or "") and cell.description == "d\ufffd"
+    view = pad.view() + pad.dump() + json.dumps(pad.to_ipynb(), ensure_ascii=False)
+    view.encode("utf-8")
+    assert (await pad.execute("1")).result == "1"
+
+
+@pytest.mark.parametrize("name", ["my pad", "données", "data/analysis"])
+async def test_names_beyond_plain_ones_work(backend: ScratchpadManager, name: str) -> None:
+    other = await backend.get_or_create(name)
+    assert (await other.execute("6 * 7")).result == "42"
+    assert [cell.result for cell in await other.load_cells()][-1] == "42"

@@ -11,7 +11,7 @@ from scratchpad.errors import InvalidPadNameError, PadNotFoundError
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.names import validate_pad_name
+from scratchpad.runtime.names import dir_name, validate_pad_name
 from tests.conftest import wait_until_busy
 
 
@@ -103,7 +103,7 @@ def test_probe_packages_lists_host_packages() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["", "..", ".hidden", "/etc", "a/b", "a\\b", "x" * 65, "tab\tname", "new\n", None, 5]
+    "name", ["", "tab\tname", "new\n", "bell\x07", "\x9b", "lone\ud800", "x" * 129, None, 5]
 )
 async def test_invalid_names_are_refused_before_touching_disk(
     manager: ScratchpadManager, name: object
@@ -114,8 +114,48 @@ async def test_invalid_names_are_refused_before_touching_disk(
 
 
 @pytest.mark.parametrize("name", ["main", "a", "Data-2", "v1.0_x", "x" * 64])
-def test_valid_names(name: str) -> None:
+def test_plain_names_are_their_own_directory(name: str) -> None:
     assert validate_pad_name(name) == name
+    assert dir_name(name) == name
+
+
+@pytest.mark.parametrize(
+    "name", ["my pad", "données", "data/analysis", "/etc", "..", ".", ".hidden", "a\\b", "x" * 128]
+)
+async def test_any_other_name_gets_a_directory_of_its_own_inside_pads(
+    manager: ScratchpadManager, name: str
+) -> None:
+    pad = await manager.get_or_create(name)
+    assert (await pad.execute("6 * 7")).result == "42"
+    pads = manager.settings.home / "pads"
+    [directory] = list(pads.iterdir())
+    assert directory.parent == pads and "+" in directory.name  # a slug and a hash
+    assert manager.names_on_disk() == [name]
+    await manager.close_all()
+    assert [c.result for c in manager.peek(name).cells] == ["42"]  # found again by name
+
+
+def test_distinct_names_never_share_a_directory() -> None:
+    names = ["a/b", "a b", "a-b", "a\\b", "a?b", "A/B", "a-b+0", "données", "donnees"]
+    assert len({dir_name(name) for name in names}) == len(names)
+    assert dir_name("a-b") == "a-b"  # a plain name cannot look like a slug + hash: no '+'
+
+
+async def test_stray_entries_under_pads_are_skipped_with_a_warning(
+    manager: ScratchpadManager, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    await manager.get_or_create("real")
+    pads = manager.settings.home / "pads"
+    (pads / "not a pad").mkdir()
+    (pads / "file.txt").write_text("x")
+    (pads / "link").symlink_to(tmp_path)
+    (pads / "fake+0123456789ab").mkdir()  # a hashed name with no pad.json naming it
+    with caplog.at_level("WARNING"):
+        assert manager.names_on_disk() == ["real"]
+    skipped = caplog.text
+    for entry in ("not a pad", "file.txt", "link", "fake+0123456789ab"):
+        assert f"skipping {entry}" in skipped
+    assert [info.name for info in await manager.list_pads()] == ["real"]
 
 
 async def test_a_pad_closed_directly_is_started_again(manager: ScratchpadManager) -> None:

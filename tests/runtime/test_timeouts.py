@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from scratchpad.config import Settings
+from scratchpad.errors import InvalidInputError
 from scratchpad.runtime.cell import Cell, OutputEvent
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
@@ -55,15 +58,113 @@ async def test_total_timeout_interrupts_and_keeps_variables(
         assert (await pad.execute("kept")).result == "'yes'"
 
 
-async def test_inactivity_timeout_interrupts(workspace: Path, settings: Settings) -> None:
-    quiet = fast(settings, min_inactivity_s=0.4, max_inactivity_s=0.4)
-    async with ScratchpadManager(workspace=workspace, settings=quiet) as manager:
-        pad = await manager.get_or_create("t")
-        cell = await pad.execute("import time\ntime.sleep(30)")
+def lively(settings: Settings, **changes: float) -> Settings:
+    """Heartbeats every 0.1 s and a 0.6 s window without any sign of life."""
+    base = {"heartbeat_s": 0.1, "min_inactivity_s": 0.6, "max_inactivity_s": 0.6}
+    return settings.model_copy(update={**base, **changes})
+
+
+async def test_a_quiet_cell_lives_on_heartbeats(workspace: Path, settings: Settings) -> None:
+    async with ScratchpadManager(workspace=workspace, settings=lively(settings)) as manager:
+        pad = await manager.get_or_create("quiet")
+        cell = await pad.execute("import time\ntime.sleep(2)\n'awake'")  # 2 s of silence
+        assert cell.status == "ok", cell.error
+        assert cell.result == "'awake'"
+
+
+async def test_a_stopped_kernel_counts_as_hung_and_is_killed(
+    workspace: Path, settings: Settings
+) -> None:
+    async with ScratchpadManager(workspace=workspace, settings=lively(settings)) as manager:
+        pad = await manager.get_or_create("stopped")
+        assert isinstance(pad, LocalRuntime)
+        stream = pad.execute_streaming("import time\nprint('going', flush=True)\ntime.sleep(60)")
+        assert isinstance(await anext(stream), OutputEvent)
+        assert pad.pid is not None
+        os.kill(pad.pid, signal.SIGSTOP)  # no heartbeat, no output, and SIGINT cannot land
+        cell = [item async for item in stream][-1]
+        assert isinstance(cell, Cell) and cell.status == "killed"
+        assert cell.error is not None
+        assert cell.error.startswith("Cell stopped after 0.6s without a sign of life")
+        assert "all variables were lost" in cell.error
+        assert (await pad.execute("1 + 1")).result == "2"
+
+
+async def test_c_code_holding_the_gil_is_interrupted_when_it_checks_signals(
+    workspace: Path, settings: Settings
+) -> None:
+    async with ScratchpadManager(workspace=workspace, settings=lively(settings)) as manager:
+        pad = await manager.get_or_create("regex")
+        await pad.execute("kept = 1")
+        cell = await pad.execute("import re\nre.match(r'(a+)+$', 'a' * 40 + '!')")
+        assert cell.status == "timeout"  # the regex engine looks at signals: state kept
+        assert cell.error is not None and "without a sign of life" in cell.error
+        assert "variables are kept" in cell.error
+        assert (await pad.execute("kept")).result == "1"
+
+
+async def test_c_code_that_never_looks_at_signals_is_killed(
+    workspace: Path, settings: Settings
+) -> None:
+    quick = lively(settings, interrupt_grace_s=0.5)
+    async with ScratchpadManager(workspace=workspace, settings=quick) as manager:
+        pad = await manager.get_or_create("ctypes")
+        cell = await pad.execute("sum(range(10**12))")  # C code: no signal checks, no GIL release
+        assert cell.status == "killed"
+        assert cell.error is not None and "without a sign of life" in cell.error
+        assert (await pad.execute("1")).result == "1"
+
+
+async def test_timeout_s_is_a_hard_limit_shorter_than_the_defaults(
+    workspace: Path, settings: Settings
+) -> None:
+    async with ScratchpadManager(workspace=workspace, settings=settings) as manager:
+        pad = await manager.get_or_create("hard")
+        await pad.execute("kept = 1")
+        cell = await pad.execute(
+            "import time\ntime.sleep(30)", timeout_s=0.5, estimated_seconds=600
+        )
         assert cell.status == "timeout"
         assert cell.error is not None
-        assert cell.error.startswith("Cell killed after 0.4s without output (interrupted")
-        assert (await pad.execute("1")).status == "ok"
+        assert cell.error.startswith("Cell timed out after 0.5s (interrupted; variables are kept)")
+        assert "timeout_s" in cell.error and "estimated_seconds" in cell.error
+        assert "killed" not in cell.error.split("\n")[0]  # no contradiction
+        assert (await pad.execute("kept")).result == "1"
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), 7200, "5", True])
+async def test_bad_timeout_s_is_refused(manager: ScratchpadManager, bad: object) -> None:
+    pad = await manager.get_or_create("hard")
+    with pytest.raises(InvalidInputError, match="timeout_s must be a number of seconds > 0"):
+        await pad.execute("1", timeout_s=bad)  # type: ignore[arg-type]
+
+
+def test_heartbeats_must_fit_the_inactivity_window() -> None:
+    with pytest.raises(ValueError, match="at least twice SCRATCHPAD_HEARTBEAT_S"):
+        Settings(heartbeat_s=20, min_inactivity_s=30)
+
+
+async def test_an_early_cancel_waits_for_the_cell_to_start(
+    workspace: Path, settings: Settings
+) -> None:
+    """A cancel that arrives before the kernel entered the cell must not end in a kill."""
+    async with ScratchpadManager(workspace=workspace, settings=settings) as manager:
+        pad = await manager.get_or_create("early")
+        assert isinstance(pad, LocalRuntime) and pad.pid is not None
+        await pad.execute("kept = 1")
+        os.kill(pad.pid, signal.SIGSTOP)  # the kernel cannot even read the cell
+        try:
+            task = asyncio.create_task(pad.execute("import time\ntime.sleep(30)"))
+            await wait_until_busy(pad)
+            cancelling = asyncio.create_task(pad.cancel())
+            await asyncio.sleep(settings.interrupt_grace_s * 1.5)  # longer than the grace
+        finally:
+            os.kill(pad.pid, signal.SIGCONT)
+        assert await cancelling
+        cell = await task
+        assert cell.status == "cancelled", cell.error
+        assert cell.error is not None and cell.error.startswith("Cell cancelled (interrupted")
+        assert (await pad.execute("kept")).result == "1"
 
 
 async def test_progress_resets_the_inactivity_clock(workspace: Path, settings: Settings) -> None:

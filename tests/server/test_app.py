@@ -82,7 +82,8 @@ async def test_lifecycle_routes(client: httpx.AsyncClient, manager: ScratchpadMa
     assert (await client.post("/scratchpad/reset", json={"name": "life"})).json() == {"ok": True}
     after = await client.post("/scratchpad/execute-stream", json={"name": "life", "code": "v"})
     assert "NameError" in frames(after.text)[-1]["cell"]["error"]
-    assert (await client.post("/scratchpad/cancel", json={"name": "life"})).json() == {"ok": True}
+    cancelled = await client.post("/scratchpad/cancel", json={"name": "life"})
+    assert cancelled.json() == {"ok": True, "cancelled": False}  # nothing was running
     assert (await client.post("/scratchpad/close", json={"name": "life"})).json() == {"ok": True}
     assert manager.names() == []
     assert (await client.post("/scratchpad/cleanup", json={"name": "life"})).json() == {"ok": True}
@@ -138,8 +139,10 @@ async def test_healthz_is_open_and_everything_else_needs_the_key(
         ("/scratchpad/start", {}, 422, "name: Field required"),
         ("/scratchpad/execute-stream", {"name": "p", "code": 5}, 422, "code:"),
         ("/scratchpad/install", {"name": "p", "packages": "six"}, 422, "packages:"),
-        ("/scratchpad/start", {"name": "../etc"}, 400, "invalid pad name"),
-        ("/scratchpad/cleanup", {"name": "ghost"}, 404, "no pad named 'ghost'"),
+        ("/scratchpad/start", {"name": ""}, 400, "invalid pad name"),
+        ("/scratchpad/start", {"name": "tab\tname"}, 400, "control characters"),
+        ("/scratchpad/reset", {"name": "ghost"}, 404, "no pad named 'ghost'"),
+        ("/scratchpad/cancel", {"name": "ghost"}, 404, "no pad named 'ghost'"),
         ("/scratchpad/install", {"name": "p", "packages": ["--index-url=x"]}, 400, "not allowed"),
     ],
 )

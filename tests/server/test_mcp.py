@@ -105,7 +105,7 @@ async def test_bad_input_and_unknown_tools_are_error_results_that_say_what_to_do
 ) -> None:
     async with connected(settings, workspace) as client:
         missing = await client.call_tool("scratchpad", {"action": "exec"})
-        bad_name = await client.call_tool("scratchpad", run("../etc", "1"))
+        bad_name = await client.call_tool("scratchpad", run("bad\nname", "1"))
         empty = await client.call_tool("scratchpad", run("p", "   "))
         unknown = await client.call_tool("nope", {})
     assert missing.is_error and "missing required field 'name'" in texts(missing)

@@ -39,7 +39,7 @@ def test_a_dropped_client_does_not_lose_the_cell_and_shutdown_closes_pads(
         "POST",
         f"{url}/scratchpad/execute-stream",
         headers=headers,
-        json={"name": "p", "code": code},
+        json={"name": "p", "code": code, "on_disconnect": "continue"},
         timeout=30,
     ) as response:
         for line in response.iter_lines():

@@ -7,9 +7,10 @@ import contextlib
 import time
 from pathlib import Path
 
+from scratchpad.runtime.procgroup import CappedText
 from scratchpad.tools.echo_tool import echo_tool
 from scratchpad.tools.registry import ToolRegistry
-from scratchpad.tools.shell_tool import CappedText, ShellResult, run_shell, shell_tool
+from scratchpad.tools.shell_tool import ShellResult, run_shell, shell_tool
 from tests.process_helpers import process_gone, read_pid
 
 

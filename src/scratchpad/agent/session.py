@@ -16,7 +16,7 @@ from typing import Any
 from scratchpad.agent.events import EventBus, SessionEvent, Subscriber
 from scratchpad.agent.persistence import Scrub, SessionFiles
 from scratchpad.config import Settings
-from scratchpad.errors import InvalidInputError, InvalidPadNameError, ObservationError
+from scratchpad.errors import InvalidInputError, LLMNoReplyError, ObservationError
 from scratchpad.llm.messages import (
     Complete,
     ImageBlock,
@@ -32,7 +32,7 @@ from scratchpad.llm.messages import (
 from scratchpad.llm.provider import Provider
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.names import validate_pad_name
+from scratchpad.runtime.names import SAFE_NAME
 from scratchpad.tools import (
     ScratchpadObserver,
     ToolOutcome,
@@ -177,7 +177,9 @@ class Session:
             elif isinstance(event, Complete):
                 response = event.response
         if response is None:
-            raise InvalidInputError(f"the provider {self.provider.name} ended without a reply")
+            raise LLMNoReplyError(
+                f"the provider {self.provider.name} ended without a reply; try the turn again"
+            )
         self.usage = self.usage + response.usage
         return response
 
@@ -310,14 +312,13 @@ def default_registry(
 
 
 def _session_id(value: str) -> str:
-    """Session ids name files, so they follow the pad-name rules."""
-    try:
-        return validate_pad_name(value)
-    except InvalidPadNameError:
-        raise InvalidInputError(
-            f"invalid session id {value!r}: use 1-64 letters, digits, '_', '.', '-', "
-            "starting with a letter or digit"
-        ) from None
+    """Session ids name files, so they must be plain names (see runtime.names)."""
+    if isinstance(value, str) and SAFE_NAME.fullmatch(value):
+        return value
+    raise InvalidInputError(
+        f"invalid session id {value!r}: use 1-64 letters, digits, '_', '.', '-', "
+        "starting with a letter or digit"
+    )
 
 
 def _assistant_message(response: Response) -> Message:

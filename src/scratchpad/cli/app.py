@@ -144,7 +144,7 @@ class CancelOnInterrupt:
         self._runtime = runtime
         self._loop = asyncio.get_running_loop()
         self._main = asyncio.current_task()
-        self._cancelling: asyncio.Task[None] | None = None
+        self._cancelling: asyncio.Task[bool] | None = None
 
     async def __aenter__(self) -> None:
         self._loop.add_signal_handler(signal.SIGINT, self._interrupted)

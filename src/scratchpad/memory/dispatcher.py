@@ -20,7 +20,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scratchpad.errors import AgentStateError
+from scratchpad.errors import AgentStateError, ReplyError
 from scratchpad.memory.notes import append_note
 from scratchpad.memory.state import State, validate_state
 from scratchpad.tools.base import ToolOutcome
@@ -34,10 +34,6 @@ SHOWN_REPLY_CHARS = 200
 FENCED = re.compile(r"```[\w+-]*[ \t]*\r?\n(.*?)```", re.DOTALL)
 StepKind = Literal["tool", "update", "done", "parse_error", "update_error"]
 Runner = Callable[[Coroutine[Any, Any, ToolOutcome]], ToolOutcome]
-
-
-class ReplyError(ValueError):
-    """A reply that is not a ``{"tool": ..., "args": {...}}`` object."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -11,8 +15,22 @@ from scratchpad.errors import InvalidInputError, PadError
 from scratchpad.runtime import render
 from scratchpad.runtime.cell import Cell, StreamItem
 from scratchpad.runtime.names import validate_pad_name
+from scratchpad.text import clean_text
 
 DEFAULT_COMPACT_KEEP = 5
+CLOSED = "the pad was closed"
+CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclass(frozen=True, slots=True)
+class PadLLM:
+    """The model that cells of one pad reach through ``get_llm()`` (the remote-backend
+    protocol's ``coding_*`` fields of ``start``); empty fields keep the server's own."""
+
+    provider: str = ""
+    model: str = ""
+    api_key: str = ""
+    base_url: str = ""
 
 
 class ScratchpadRuntime(ABC):
@@ -24,8 +42,21 @@ class ScratchpadRuntime(ABC):
 
     def __init__(self, name: str, *, compact_keep: int = DEFAULT_COMPACT_KEEP) -> None:
         self.name = validate_pad_name(name)
-        self.cells: list[Cell] = []
+        self._cells: list[Cell] = []
         self.compact_keep = compact_keep
+
+    @property
+    def cells(self) -> list[Cell]:
+        """The pad's recorded cells, oldest first."""
+        return self._cells
+
+    @cells.setter
+    def cells(self, cells: list[Cell]) -> None:
+        self._cells = cells
+
+    async def load_cells(self) -> list[Cell]:
+        """The cells, fetched from where the backend keeps them (disk, a server) if needed."""
+        return self.cells
 
     @abstractmethod
     async def start(self) -> None:
@@ -36,8 +67,9 @@ class ScratchpadRuntime(ABC):
         """Restart the process: variables and cells are cleared, installed packages stay."""
 
     @abstractmethod
-    async def close(self) -> None:
-        """Stop the process; keep the environment for the next start."""
+    async def close(self, *, reason: str = CLOSED) -> None:
+        """Stop the process; keep the environment for the next start. A running cell ends
+        saying ``reason`` and that its variables were lost."""
 
     async def detach(self) -> None:
         """Let go of the pad, leaving it running where it can outlive this process (a remote
@@ -45,8 +77,14 @@ class ScratchpadRuntime(ABC):
         await self.close()
 
     @abstractmethod
-    async def cancel(self) -> None:
-        """Interrupt the running cell, if any (its variables are kept when the interrupt works)."""
+    async def cancel(self, cell_id: str | None = None) -> bool:
+        """Cancel cell ``cell_id``: a queued one is removed and never runs, a running one is
+        interrupted (its variables are kept when the interrupt works). Without an id, the
+        running cell. False when there was no such cell to cancel."""
+
+    @abstractmethod
+    async def configure_llm(self, llm: PadLLM) -> None:
+        """Set the model that this pad's cells reach through ``get_llm()``."""
 
     @abstractmethod
     async def cleanup(self) -> None:
@@ -64,8 +102,15 @@ class ScratchpadRuntime(ABC):
         description: str = "",
         estimated_time: str = "",
         estimated_seconds: float = 0.0,
+        timeout_s: float | None = None,
+        cell_id: str | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
-        """Run ``code``; yields progress/output/display events, then exactly one Cell."""
+        """Run ``code``; yields progress/output/display events, then exactly one Cell.
+
+        ``timeout_s`` is a hard limit (else one follows from ``estimated_seconds``).
+        ``cell_id`` names the cell from the start, so it can be cancelled while queued; a
+        second submit with the id of a known cell gives that cell, it does not run again.
+        """
 
     @property
     @abstractmethod
@@ -84,6 +129,8 @@ class ScratchpadRuntime(ABC):
         description: str = "",
         estimated_time: str = "",
         estimated_seconds: float = 0.0,
+        timeout_s: float | None = None,
+        cell_id: str | None = None,
         on_event: Callable[[StreamItem], Any] | None = None,
     ) -> Cell:
         """Run ``code`` and return its Cell (events go to ``on_event`` when given)."""
@@ -93,6 +140,8 @@ class ScratchpadRuntime(ABC):
             description=description,
             estimated_time=estimated_time,
             estimated_seconds=estimated_seconds,
+            timeout_s=timeout_s,
+            cell_id=cell_id,
         ):
             if isinstance(item, Cell):
                 cell = item
@@ -129,7 +178,24 @@ class ScratchpadRuntime(ABC):
         await self.close()
 
 
-def check_execute_args(code: object, description: object, estimated_seconds: object) -> None:
+@dataclass(frozen=True, slots=True)
+class CellRequest:
+    """Execute arguments, checked and with their text cleaned (see scratchpad.text)."""
+
+    code: str
+    description: str
+    estimated_time: str
+    estimated_seconds: float
+    cell_id: str | None
+
+
+def check_execute_args(
+    code: object,
+    description: object,
+    estimated_seconds: object,
+    estimated_time: object = "",
+    cell_id: object = None,
+) -> CellRequest:
     """Shared validation of execute arguments; the message says what to pass instead."""
     if not isinstance(code, str):
         raise InvalidInputError(
@@ -137,16 +203,62 @@ def check_execute_args(code: object, description: object, estimated_seconds: obj
         )
     if not isinstance(description, str):
         raise InvalidInputError("description must be a string")
+    if not isinstance(estimated_time, str):
+        raise InvalidInputError("estimated_time must be a string, e.g. '30s'")
     if (
         isinstance(estimated_seconds, bool)
         or not isinstance(estimated_seconds, (int, float))
+        or not math.isfinite(estimated_seconds)
         or estimated_seconds < 0
-        or estimated_seconds != estimated_seconds
     ):
         raise InvalidInputError(
             f"estimated_seconds must be a number >= 0, not {estimated_seconds!r}"
         )
+    if cell_id is not None and not (isinstance(cell_id, str) and CELL_ID.fullmatch(cell_id)):
+        raise InvalidInputError(
+            f"cell id {cell_id!r} is not allowed: use 1-64 letters, digits, '_' or '-'"
+        )
+    if not estimated_time and estimated_seconds:
+        estimated_time = f"{estimated_seconds:g}s"
+    return CellRequest(
+        code=clean_text(code),
+        description=clean_text(description),
+        estimated_time=clean_text(estimated_time),
+        estimated_seconds=float(estimated_seconds),
+        cell_id=cell_id,
+    )
 
 
 RuntimeFactory = Callable[[str], ScratchpadRuntime]
 """Builds the runtime of a pad from its name; the manager's seam for backends and fakes."""
+
+
+async def take_turn(lock: asyncio.Lock, cancelled: asyncio.Event) -> bool:
+    """Acquire ``lock`` in FIFO order unless ``cancelled`` is set first; True when held."""
+    if lock.locked():
+        acquiring = asyncio.ensure_future(lock.acquire())
+        waiting = asyncio.ensure_future(cancelled.wait())
+        try:
+            await asyncio.wait({acquiring, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the caller went away while it waited
+            _let_go(lock, acquiring)
+            raise
+        finally:
+            waiting.cancel()
+        if cancelled.is_set():
+            _let_go(lock, acquiring)
+            return False
+    else:
+        await lock.acquire()
+    if cancelled.is_set():  # cancelled in the instant the lock came free
+        lock.release()
+        return False
+    return True
+
+
+def _let_go(lock: asyncio.Lock, acquiring: asyncio.Future[Any]) -> None:
+    """Give up an acquisition, releasing the lock if it was already granted."""
+    if acquiring.done() and not acquiring.cancelled() and acquiring.exception() is None:
+        lock.release()
+    else:
+        acquiring.cancel()

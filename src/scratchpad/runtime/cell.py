@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import codecs
+import collections
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 CellStatus = Literal["ok", "error", "timeout", "cancelled", "killed"]
 CELL_STATUSES: tuple[str, ...] = ("ok", "error", "timeout", "cancelled", "killed")
 StreamName = Literal["stdout", "stderr"]
+T = TypeVar("T")
 
 
 def new_cell_id() -> str:
@@ -134,3 +137,37 @@ class CappedOutput:
             return (bytes(self.head) + tail).decode("utf-8", "replace")
         note = f"\n[... {dropped} bytes of output dropped (kept the first and last part) ...]\n"
         return head + note + tail.decode("utf-8", "replace")
+
+
+class CappedItems(Generic[T]):
+    """A cell's list of items (log lines, displays) kept to about ``cap`` in total size: the
+    first half as they came, then a sliding tail; what fell between is counted."""
+
+    def __init__(self, cap: int, size: Callable[[T], int]) -> None:
+        self.half = cap // 2
+        self.size = size
+        self.head: list[T] = []
+        self.tail: collections.deque[tuple[T, int]] = collections.deque()
+        self.head_size = 0
+        self.tail_size = 0
+        self.dropped = 0
+        self.dropped_size = 0
+
+    def append(self, item: T) -> bool:
+        """Keep ``item``; True while it is in the head (a listener should see it)."""
+        size = self.size(item)
+        if not self.tail and self.head_size + size <= self.half:
+            self.head.append(item)
+            self.head_size += size
+            return True
+        self.tail.append((item, size))
+        self.tail_size += size
+        while self.tail_size > self.half and len(self.tail) > 1:
+            _, gone = self.tail.popleft()
+            self.tail_size -= gone
+            self.dropped += 1
+            self.dropped_size += gone
+        return False
+
+    def items(self) -> list[T]:
+        return [*self.head, *(item for item, _ in self.tail)]

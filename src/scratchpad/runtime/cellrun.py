@@ -3,17 +3,24 @@
 A ``CellRun`` keeps its whole state on the object, not in generator locals, so that when the
 caller goes away mid-cell (a dropped HTTP client, a cancelled task) the runtime can finish the
 same run in the background and the cell is still recorded.
+
+Liveness: output, progress, displays and the kernel's heartbeats are signs of life; only when
+none came for the inactivity window is the cell stopped as hung. An interrupt (cancel,
+timeout) waits for the kernel's ``started`` report, because before it SIGINT has nothing to
+stop; the grace clock runs from the interrupt.
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
+import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from scratchpad.runtime.cell import (
+    CappedItems,
     CappedOutput,
     Cell,
     DisplayEvent,
@@ -21,10 +28,22 @@ from scratchpad.runtime.cell import (
     ProgressEvent,
     StreamItem,
 )
-from scratchpad.runtime.kernel import KernelProcess, describe_exit
+from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.runtime.timeouts import Timeouts
+from scratchpad.text import clean_data, clean_text, cut_middle
 
-StopReason = Literal["timeout", "inactivity", "cancelled"]
+StopReason = Literal["timeout", "inactivity", "cancelled", "aborted"]
+MESSAGE_CAP = 4_000  # characters of one progress message or note
+STREAM_INTERVAL_S = 1.0  # past the kept head, at most one progress/display frame per second
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """How much of each channel one cell keeps (head + tail, a note for the rest)."""
+
+    output_bytes: int
+    logs_chars: int
+    display_bytes: int
 
 
 class CellRun:
@@ -37,8 +56,8 @@ class CellRun:
         *,
         timeouts: Timeouts,
         grace: float,
-        output_cap: int,
-        logs: list[str],
+        caps: Caps,
+        notes: list[str],
         on_killed: Callable[[CellRun], Awaitable[None]],
         on_finished: Callable[[CellRun], None],
     ) -> None:
@@ -46,36 +65,48 @@ class CellRun:
         self.cell = cell
         self.timeouts = timeouts
         self.grace = grace
-        self.logs = logs
         self.on_killed = on_killed
         self.on_finished = on_finished
-        self.stdout = CappedOutput(output_cap)
-        self.stderr = CappedOutput(output_cap)
+        self.stdout = CappedOutput(caps.output_bytes)
+        self.stderr = CappedOutput(caps.output_bytes)
+        self.logs: CappedItems[str] = CappedItems(caps.logs_chars, len)
+        self.displays: CappedItems[dict[str, Any]] = CappedItems(caps.display_bytes, bundle_size)
+        for note in notes:  # bounded where they are made (late output keeps 64 KiB)
+            self.logs.append(note)
         self.finished = False
         self.died = False  # the kernel died on its own (not killed by the ladder)
         self.done_event = asyncio.Event()
         self.stop_reason: StopReason | None = None
+        self.started = False  # the kernel reported that it entered the cell
         self.cancel_requested = False
+        self._abort_text: str | None = None
         loop = asyncio.get_running_loop()
         self._loop = loop
-        self._started = time.perf_counter()
+        self._began = time.perf_counter()
         self._start = loop.time()
         self._last_activity = self._start
+        self._last_streamed = 0.0
+        self._interrupt_pending = False  # wanted, waiting for "started"
         self._interrupted_at: float | None = None
         self._ending: asyncio.Future[None] | None = None  # a kill or an exit under way
 
     def begin(self) -> bool:
         """Send the code to the kernel; False when the kernel is already gone."""
-        return self.kernel.send({"type": "execute", "code": self.cell.code})
+        return self.kernel.send({"type": "execute", "code": self.cell.code, "id": self.cell.id})
 
     def skip(self, reason: str) -> Cell:
-        """End the cell without running it (it was cancelled while waiting for a kernel)."""
+        """End the cell without running it (cancelled while it waited for its turn)."""
         self.cell.status = "cancelled"
         self.cell.error = reason + "\n"
         return self._finish()
 
     def request_cancel(self) -> None:
         self.cancel_requested = True
+        self.kernel.wake()
+
+    def abort(self, reason: str) -> None:
+        """Stop at once with the kernel (its state is about to go anyway: reset, close)."""
+        self._abort_text = reason
         self.kernel.wake()
 
     async def step(self) -> list[StreamItem]:
@@ -86,6 +117,8 @@ class CellRun:
         """
         if self._ending is not None:  # resumed after the listener went away mid-ending
             return [await self._end(self._ending)]
+        if self._abort_text is not None:
+            return [await self._end(self._aborted())]
         if self._due():
             return await self._on_deadline()
         event = await self.kernel.next_event(self._deadline())
@@ -109,7 +142,7 @@ class CellRun:
 
     # -- internals --------------------------------------------------------------------------
     def _due(self) -> bool:
-        if self._interrupted_at is None and self.cancel_requested:
+        if self.cancel_requested and self.stop_reason is None:
             return True
         if self.kernel.done_queued:
             return False  # the answer is in the queue: read up to it, whatever the clock says
@@ -124,19 +157,30 @@ class CellRun:
 
     async def _on_message(self, message: dict[str, object]) -> list[StreamItem]:
         kind = message.get("type")
+        now = self._loop.time()
+        if kind in ("heartbeat", "started", "progress", "display"):
+            self._last_activity = now
+        if kind == "started":
+            self.started = True
+            if self._interrupt_pending:
+                self._send_interrupt(now)
+            return []
         if kind == "progress":
-            self._last_activity = self._loop.time()
-            text = str(message.get("message", ""))
-            self.logs.append(text)
-            return [ProgressEvent(text)]
+            text = cut_middle(clean_text(str(message.get("message", ""))), MESSAGE_CAP)
+            return [ProgressEvent(text)] if self._keep(self.logs.append(text), now) else []
         if kind == "display" and isinstance(message.get("data"), dict):
-            self._last_activity = self._loop.time()
-            data: dict[str, object] = message["data"]  # type: ignore[assignment]
-            self.cell.outputs.append(data)
-            return [DisplayEvent(data)]
+            data = fit_bundle(clean_data(message["data"]), self.displays.half)
+            return [DisplayEvent(data)] if self._keep(self.displays.append(data), now) else []
         if kind == "done":
             return [self._finish_done(message)]
         return []
+
+    def _keep(self, in_head: bool, now: float) -> bool:
+        """Whether to stream a progress/display event: always in the head, then rarely."""
+        if in_head or now - self._last_streamed >= STREAM_INTERVAL_S:
+            self._last_streamed = now
+            return True
+        return False
 
     async def _on_deadline(self) -> list[StreamItem]:
         if not self.kernel.alive:  # dead, though something still holds its channel open
@@ -146,51 +190,74 @@ class CellRun:
             if now >= self._interrupted_at + self.grace and not self.kernel.done_queued:
                 return [await self._end(self._killed())]
             return []
+        silent = now >= self._last_activity + self.timeouts.inactivity
+        if self._interrupt_pending and (silent or now >= self._start + self.timeouts.total):
+            return [await self._end(self._killed())]  # it never even entered the cell
         if self.cancel_requested:
-            self._interrupt("cancelled", now)
+            self._want_interrupt("cancelled", now)
         elif now >= self._start + self.timeouts.total:
-            self._interrupt("timeout", now)
-        elif now >= self._last_activity + self.timeouts.inactivity:
-            self._interrupt("inactivity", now)
+            self._want_interrupt("timeout", now)
+        elif silent:
+            self._want_interrupt("inactivity", now)
         return []
 
-    def _interrupt(self, reason: StopReason, now: float) -> None:
-        self.stop_reason = reason
+    def _want_interrupt(self, reason: StopReason, now: float) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        if self.started:
+            self._send_interrupt(now)
+        else:
+            self._interrupt_pending = True
+
+    def _send_interrupt(self, now: float) -> None:
+        self._interrupt_pending = False
         self._interrupted_at = now
         self.kernel.interrupt()
 
     def _stop_text(self, kept: bool) -> str:
         """The first line of a stopped cell's error; the prefixes are a contract."""
         reason = self.stop_reason
+        total, silence = self.timeouts.total, self.timeouts.inactivity
         if reason == "timeout":
-            head = f"Cell timed out after {self.timeouts.total:g}s"
+            head = f"Cell timed out after {total:g}s"
+            advice = (
+                "If it needs longer, pass timeout_s, or a realistic estimated_seconds (the "
+                "limit becomes about twice the estimate); progress() shows how far it got."
+            )
         elif reason == "inactivity":
-            head = f"Cell killed after {self.timeouts.inactivity:g}s without output"
+            head = (
+                f"Cell stopped after {silence:g}s without a sign of life (no output, no "
+                "heartbeat: C code held the interpreter, or the process was stopped)"
+            )
+            advice = (
+                "Split the work into smaller steps, or pass a larger estimated_seconds "
+                "to allow longer silences."
+            )
         else:
-            head = "Cell cancelled"
+            head, advice = "Cell cancelled", ""
         if kept:
-            return f"{head} (interrupted; variables are kept)"
+            return f"{head} (interrupted; variables are kept). {advice}".rstrip()
         return (
-            f"{head}; the kernel did not stop when interrupted and was killed and "
-            "restarted, so all variables were lost"
+            f"{head}; it did not stop when interrupted, so the kernel was killed and "
+            f"restarted: all variables were lost. {advice}".rstrip()
         )
 
     def _finish_done(self, message: dict[str, object]) -> Cell:
         status = message.get("status")
         cell = self.cell
         result = message.get("result")
-        cell.result = result if isinstance(result, str) else None
-        error = message.get("error")
+        cell.result = clean_text(result) if isinstance(result, str) else None
+        error = clean_text(str(message.get("error") or ""))
         if status == "ok":
             cell.status = "ok"
         elif status == "interrupted":
             cell.status = "cancelled" if self.stop_reason in (None, "cancelled") else "timeout"
             if self.stop_reason is None:
                 self.stop_reason = "cancelled"  # an outside SIGINT: the user stopped it
-            cell.error = f"{self._stop_text(kept=True)}\n{error or ''}".rstrip() + "\n"
+            cell.error = f"{self._stop_text(kept=True)}\n{error}".rstrip() + "\n"
         else:
             cell.status = "error"
-            cell.error = str(error or "unknown error")
+            cell.error = error or "unknown error"
         return self._finish()
 
     async def _end(self, ending: Awaitable[None]) -> Cell:
@@ -208,14 +275,21 @@ class CellRun:
         return self._finish()
 
     async def _killed(self) -> None:
-        self.kernel.signal_group(signal.SIGKILL)
+        self.kernel.kill()
         self.cell.status = "killed"
         self.cell.error = self._stop_text(kept=False) + "\n"
         await self.on_killed(self)
 
+    async def _aborted(self) -> None:
+        """Killed because the pad itself is going (reset, close, remove): no restart here."""
+        self.kernel.kill()
+        self.stop_reason = "aborted"
+        self.cell.status = "killed"
+        self.cell.error = f"{self._abort_text}\n"
+
     async def _exited(self) -> None:
         code = await self.kernel.wait_exit(2.0)
-        cause = self.kernel.protocol_error or describe_exit(code, self.kernel.killed_by_us)
+        cause = self.kernel.protocol_error or self.kernel.describe_exit(code)
         self.died = True
         self.cell.status = "killed"
         self.cell.error = (
@@ -235,9 +309,43 @@ class CellRun:
                     f"{name}: {buffer.total} bytes written, "
                     f"{buffer.dropped} dropped from the middle (cap per stream)"
                 )
-        cell.logs = "\n".join(self.logs)
-        cell.duration_s = round(time.perf_counter() - self._started, 6)
+        cell.outputs = self.displays.items()
+        if self.displays.dropped:
+            self.logs.append(
+                f"displays: {self.displays.dropped} ({self.displays.dropped_size} bytes) "
+                "dropped from the middle (cap per cell)"
+            )
+        cell.logs = _log_text(self.logs)
+        cell.duration_s = round(time.perf_counter() - self._began, 6)
         self.finished = True
         self.on_finished(self)
         self.done_event.set()
         return cell
+
+
+def _log_text(logs: CappedItems[str]) -> str:
+    lines = list(logs.head)
+    if logs.dropped:
+        lines.append(
+            f"[... {logs.dropped} log lines ({logs.dropped_size} characters) dropped "
+            "(kept the first and last part) ...]"
+        )
+    lines.extend(item for item, _ in logs.tail)
+    return "\n".join(lines)
+
+
+def bundle_size(bundle: dict[str, Any]) -> int:
+    """About how many bytes a mime bundle takes on the wire."""
+    return sum(
+        len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+        for value in bundle.values()
+    )
+
+
+def fit_bundle(bundle: dict[str, Any], cap: int) -> dict[str, Any]:
+    """The bundle, or a short text stand-in when it alone is over ``cap`` bytes."""
+    size = bundle_size(bundle)
+    if size <= cap:
+        return bundle
+    kinds = ", ".join(sorted(bundle))
+    return {"text/plain": f"[a display of {size} bytes ({kinds}) was dropped: over the cap]"}

@@ -1,83 +1,98 @@
 """A pad's cells on disk (``history.jsonl``), so view/dump survive the process.
 
-An append-only log, one JSON cell per line. Cells are written in batches (at most
-``FLUSH_DELAY_S`` after they finish, and at close) with one ``write`` on an ``O_APPEND``
-descriptor, so a burst of tiny cells costs one write instead of one each. A torn last line (a
-crash mid-write) is skipped on load instead of losing the file.
+An append-only log, one JSON cell per line, mode 0600. Each cell is written (one ``write`` on
+an ``O_APPEND`` descriptor) before anyone is told it finished, so a cell whose result reached
+a client survives a crash of the server. A torn last line (a crash mid-write) is skipped on
+load, and said so in the log. The file is bounded: past ``max_bytes`` the oldest cells are
+folded into one note cell and the file is rewritten atomically.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
+import logging
 import os
 from pathlib import Path
 
+from scratchpad.fsutil import atomic_write_bytes
 from scratchpad.runtime.cell import Cell
 
-FLUSH_DELAY_S = 0.1
+FOLDED = "history folded"  # the description of the note cell that stands for folded cells
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+log = logging.getLogger(__name__)
+
+
+def encode(cell: Cell) -> bytes:
+    return (_ENCODER.encode(cell.to_dict()) + "\n").encode("utf-8", "replace")
 
 
 class CellHistory:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_bytes: int) -> None:
         self.path = path
+        self.max_bytes = max_bytes
         self._fd: int | None = None
-        self._pending: list[Cell] = []
-        self._timer: asyncio.TimerHandle | None = None
+        self.size: int | None = None  # bytes in the file, once known
 
     def load(self) -> list[Cell]:
+        """Every readable cell; unreadable lines are skipped and counted in the log."""
         cells: list[Cell] = []
+        skipped = 0
         try:
-            handle = self.path.open(encoding="utf-8", errors="replace")
+            handle = self.path.open("rb")
         except OSError:
+            self.size = 0
             return cells
         with handle:
+            size = 0
             for line in handle:
-                with contextlib.suppress(ValueError, TypeError):
-                    data = json.loads(line)
-                    if isinstance(data, dict):
-                        cells.append(Cell.from_dict(data))
+                size += len(line)
+                try:
+                    data = json.loads(line.decode("utf-8", "replace"))
+                    cells.append(Cell.from_dict(data))
+                except (ValueError, TypeError, AttributeError):
+                    skipped += 1
+        self.size = size
+        if skipped:
+            log.warning("%s: skipped %d unreadable line(s)", self.path, skipped)
         return cells
 
-    def append(self, cell: Cell) -> None:
-        """Queue a finished cell; it reaches the disk within FLUSH_DELAY_S."""
-        self._pending.append(cell)
-        if self._timer is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.flush()
-            return
-        self._timer = loop.call_later(FLUSH_DELAY_S, self.flush)
-
-    def flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if not self._pending:
-            return
-        cells, self._pending = self._pending, []
-        text = "".join(_ENCODER.encode(cell.to_dict()) + "\n" for cell in cells)
+    def append(self, cell: Cell) -> bool:
+        """Write one finished cell now; True when the file went over its bound (the caller
+        folds and :meth:`rewrite`\\ s it)."""
+        data = encode(cell)
         try:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            os.write(self._fd, text.encode("utf-8", "replace"))
-        except OSError:
-            self._close_fd()  # history is a convenience: a full disk must not fail a cell
+                self.size = os.fstat(self._fd).st_size
+            os.write(self._fd, data)
+        except OSError as exc:  # a full disk must not fail a cell; say so where it can be seen
+            log.warning("%s: could not record cell %s: %s", self.path, cell.id, exc)
+            self._close_fd()
+            return False
+        self.size = (self.size or 0) + len(data)
+        return self.size > self.max_bytes
+
+    def rewrite(self, cells: list[Cell]) -> None:
+        """Replace the file with ``cells`` (atomically: the old file or the new one)."""
+        self._close_fd()
+        data = b"".join(encode(cell) for cell in cells)
+        try:
+            atomic_write_bytes(self.path, data, mode=0o600)
+        except OSError as exc:
+            log.warning("%s: could not rewrite the history: %s", self.path, exc)
+            return
+        self.size = len(data)
 
     def clear(self) -> None:
-        self._pending.clear()
-        self.flush()
         self._close_fd()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+        self.size = 0
 
     def close(self) -> None:
-        self.flush()
         self._close_fd()
 
     def _close_fd(self) -> None:
@@ -85,3 +100,50 @@ class CellHistory:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = None
+
+
+def fold(cells: list[Cell], keep_bytes: int) -> list[Cell]:
+    """The newest cells that fit in ``keep_bytes`` (at least the last one), after one note
+    cell that says how many older cells were folded away (earlier notes included)."""
+    earlier = sum(_folded_count(cell) for cell in cells)
+    real = [cell for cell in cells if _folded_count(cell) == 0]
+    kept: list[Cell] = []
+    size = 0
+    for cell in reversed(real):
+        size += len(encode(cell))
+        if kept and size > keep_bytes:
+            break
+        kept.append(cell)
+    kept.reverse()
+    folded = earlier + len(real) - len(kept)
+    note = Cell(
+        code="",
+        description=FOLDED,
+        stdout=(
+            f"{folded} earlier cell(s) were folded away to keep this pad's history under "
+            "its size limit (SCRATCHPAD_HISTORY_MAX_BYTES).\n"
+        ),
+    )
+    return [note, *kept]
+
+
+def _folded_count(cell: Cell) -> int:
+    """How many cells a fold note stands for (0 for an ordinary cell)."""
+    if cell.description != FOLDED or cell.code:
+        return 0
+    try:
+        return int(cell.stdout.split(" ", 1)[0])
+    except ValueError:
+        return 0
+
+
+def count_cells(path: Path) -> int:
+    """How many cells a history file holds (its lines), without decoding them."""
+    count = 0
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                count += chunk.count(b"\n")
+    except OSError:
+        return 0
+    return count

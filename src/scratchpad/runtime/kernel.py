@@ -18,18 +18,20 @@ import fcntl
 import json
 import os
 import signal
-import subprocess
 import weakref
 from pathlib import Path
 from typing import Any
 
 from scratchpad.errors import KernelStartError
 from scratchpad.runtime.inkernel import protocol
+from scratchpad.runtime.procgroup import ProcessGroup
 
 WORKER_PATH = Path(__file__).parent / "inkernel" / "worker.py"
 READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20  # bigger pipes: a cell can write 1 MiB without waiting for the parent
 MAX_QUEUED_BYTES = 8 << 20  # output queued but not consumed before reading pauses
+# Frames whose place among the output matters: output written before them is in the pipes.
+ORDERED_AFTER_OUTPUT = frozenset({"done", "progress", "display"})
 
 # An event is (kind, payload): ("stdout"|"stderr", bytes), ("msg", dict) or ("exit", None).
 Event = tuple[str, Any]
@@ -41,10 +43,10 @@ class KernelProcess:
     """A running worker. Create with :meth:`spawn`; always finish with :meth:`stop`."""
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], ctrl_w: int, ctrl_r: int, out_r: int, err_r: int
+        self, group: ProcessGroup, ctrl_w: int, ctrl_r: int, out_r: int, err_r: int
     ) -> None:
-        self.proc = proc
-        self.pid = proc.pid
+        self.group = group
+        self.pid = group.pid
         self._ctrl_w = ctrl_w
         self._fds = {ctrl_r: "ctrl", out_r: "stdout", err_r: "stderr"}
         self._ctrl_r, self._out_r, self._err_r = ctrl_r, out_r, err_r
@@ -56,7 +58,6 @@ class KernelProcess:
         self._events: collections.deque[Event] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
         self._loop = asyncio.get_running_loop()
-        self.killed_by_us = False
         self.channel_closed = False
         self.protocol_error: str | None = None
         for fd in self._fds:
@@ -84,6 +85,7 @@ class KernelProcess:
         for fd in (out_w, err_w):
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        config = {**config, "parent_pid": os.getpid()}
         argv = [
             str(python),
             str(worker),
@@ -92,13 +94,11 @@ class KernelProcess:
             json.dumps(config),
         ]
         try:
-            proc = subprocess.Popen(
+            group = ProcessGroup.spawn(
                 argv,
-                stdin=subprocess.DEVNULL,
                 stdout=out_w,
                 stderr=err_w,
                 pass_fds=(to_kernel_r, from_kernel_w),
-                start_new_session=True,
                 cwd=cwd,
                 env=env,
             )
@@ -109,11 +109,11 @@ class KernelProcess:
         finally:  # the child's ends, in the parent: closed exactly once, whatever happened
             for fd in (to_kernel_r, from_kernel_w, out_w, err_w):
                 os.close(fd)
-        kernel = cls(proc, to_kernel_w, from_kernel_r, out_r, err_r)
+        kernel = cls(group, to_kernel_w, from_kernel_r, out_r, err_r)
         try:
             await kernel._wait_ready(timeout)
         except BaseException:  # a cancelled start must not leave a kernel behind
-            kernel.signal_group(signal.SIGKILL)
+            group.kill_now()
             kernel.close_fds()
             raise
         return kernel
@@ -135,7 +135,7 @@ class KernelProcess:
                 code = await self.wait_exit(2.0)
                 await self.stop(grace=0.1)
                 text = boot_output.decode("utf-8", "replace").strip()[-2000:]
-                cause = self.protocol_error or describe_exit(code, False)
+                cause = self.protocol_error or self.describe_exit(code)
                 raise KernelStartError(
                     f"the kernel {cause} before it was ready" + (f":\n{text}" if text else "")
                 )
@@ -168,14 +168,14 @@ class KernelProcess:
             self._on_protocol_error(str(exc))
             return
         for message in messages:
-            if message.get("type") == "done":
-                self._drain_outputs()
+            if message.get("type") in ORDERED_AFTER_OUTPUT:
+                self._drain_outputs()  # what the cell printed before this came first
             self._push(("msg", message))
 
     def _on_protocol_error(self, error: str) -> None:
         """Garbage on the control channel: the kernel cannot be trusted any more; kill it."""
         self.protocol_error = f"sent an invalid control frame ({error}) and was stopped"
-        self.signal_group(signal.SIGKILL)
+        self.group.kill_now()
         self._loop.remove_reader(self._ctrl_r)
         self.channel_closed = True
         self._drain_outputs()
@@ -254,47 +254,38 @@ class KernelProcess:
             return False
         return True
 
-    def signal_group(self, sig: signal.Signals) -> None:
-        if sig == signal.SIGKILL:
-            self.killed_by_us = True
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, sig)
-
     def interrupt(self) -> None:
-        self.signal_group(signal.SIGINT)
+        self.group.send_signal(signal.SIGINT)
+
+    def kill(self) -> None:
+        """SIGKILL the kernel, its group and its strays now (the ladder's last step)."""
+        self.group.kill_now()
 
     @property
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.group.alive
+
+    @property
+    def killed_by_us(self) -> bool:
+        return self.group.killed_by_us
 
     async def wait_exit(self, timeout: float) -> int | None:
         """Reap the process; its return code, or None if it is still running after timeout."""
-        deadline = self._loop.time() + timeout
-        delay = 0.0005
-        while (code := self.proc.poll()) is None:
-            if self._loop.time() >= deadline:
-                return None
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.05)
-        return code
+        return await self.group.wait(timeout)
+
+    def describe_exit(self, code: int | None) -> str:
+        return describe_exit(code, self.group.killed_by_us, self.group.oom_killed())
 
     async def stop(self, grace: float = 1.0) -> int | None:
-        """Ladder: ask politely → SIGINT → SIGTERM → SIGKILL, then reap and close the pipes.
+        """Ask politely, then the ladder (SIGINT → SIGTERM → SIGKILL); reap, close the pipes.
 
-        The whole process group is killed last, so children that outlived their cells go too.
+        Descendants that left the kernel's group die first, what is left of the group last,
+        so nothing a cell started outlives its pad.
         """
-        code = self.proc.poll()
-        if code is None and self.send({"type": "shutdown"}):
-            code = await self.wait_exit(grace)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-            if code is not None:
-                break
-            self.signal_group(sig)
-            code = await self.wait_exit(grace if sig != signal.SIGKILL else 5.0)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
-        self.close_fds()
-        return code
+        try:
+            return await self.group.stop(grace, ask=lambda: self.send({"type": "shutdown"}))
+        finally:
+            self.close_fds()
 
     def close_fds(self) -> None:
         self._open_outputs.clear()
@@ -307,6 +298,7 @@ class KernelProcess:
         with contextlib.suppress(OSError):
             os.close(self._ctrl_w)
         self.channel_closed = True
+        self.group.close()
         _LIVE.discard(self)
 
 
@@ -315,8 +307,9 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-def describe_exit(code: int | None, killed_by_us: bool) -> str:
-    """Human words for a return code: exit code, signal name, likely out of memory."""
+def describe_exit(code: int | None, killed_by_us: bool, oom_killed: bool = False) -> str:
+    """Human words for a return code: exit code or signal name; "out of memory" only when
+    the cgroup's OOM killer says so."""
     if code is None:
         return "did not exit"
     if code >= 0:
@@ -325,8 +318,10 @@ def describe_exit(code: int | None, killed_by_us: bool) -> str:
         name = signal.Signals(-code).name
     except ValueError:
         name = f"signal {-code}"
+    if -code == signal.SIGKILL and oom_killed:
+        return f"was killed by {name}: out of memory (the OOM killer of its cgroup acted)"
     if -code == signal.SIGKILL and not killed_by_us:
-        return f"was killed by {name} (most likely out of memory)"
+        return f"was killed by {name} from outside Scratchpad"
     return f"was killed by {name}"
 
 
@@ -334,7 +329,6 @@ def describe_exit(code: int | None, killed_by_us: bool) -> str:
 def _kill_leftovers() -> None:
     """Never leave kernels behind when the parent exits without closing its pads."""
     for kernel in list(_LIVE):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(kernel.pid, signal.SIGKILL)
+        kernel.group.kill_now()
         with contextlib.suppress(Exception):
-            kernel.proc.wait(timeout=1)
+            kernel.group.proc.wait(timeout=1)

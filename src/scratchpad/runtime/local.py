@@ -1,13 +1,19 @@
-"""LocalRuntime: a pad as a virtualenv on disk plus one kernel process on this machine."""
+"""LocalRuntime: a pad as a virtualenv on disk plus one kernel process on this machine.
+
+Cells run one at a time, in the order they were submitted. Each has an id from the moment it
+is queued: cancelling a queued cell removes it (it never runs), cancelling the running one
+interrupts it. Reset, close and remove end the running cell at once (saying its variables
+were lost) and cancel the queued ones.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
-import shutil
 import sys
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from scratchpad.config import Settings
@@ -18,18 +24,43 @@ from scratchpad.errors import (
     PadError,
     ScratchpadError,
 )
+from scratchpad.llm.adapters import pad_llm_environment
 from scratchpad.runtime import venv
-from scratchpad.runtime.base import ScratchpadRuntime, check_execute_args
-from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem
-from scratchpad.runtime.cellrun import CellRun
-from scratchpad.runtime.history import CellHistory
-from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess, describe_exit
-from scratchpad.runtime.timeouts import compute_timeouts
+from scratchpad.runtime.base import (
+    CLOSED,
+    PadLLM,
+    ScratchpadRuntime,
+    check_execute_args,
+    take_turn,
+)
+from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem, new_cell_id
+from scratchpad.runtime.cellrun import Caps, CellRun
+from scratchpad.runtime.history import CellHistory, fold
+from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
+from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 
 MPL_BACKEND = "module://_scratchpad_mpl_backend"
 DEATHS_BEFORE_FULL_RESET = 2
 REQUEST_TIMEOUT_S = 30.0
 LATE_OUTPUT_CAP = 64 * 1024  # bytes of between-cells output kept per stream
+ABORT_WAIT_S = 10.0  # how long reset/close wait for the running cell to end
+
+
+@dataclass(eq=False)
+class Ticket:
+    """A submitted cell from the moment it is queued until it is recorded."""
+
+    cell: Cell
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    reason: str = ""
+    finished: asyncio.Future[Cell] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+    def cancel(self, reason: str) -> None:
+        if not self.cancelled.is_set():
+            self.reason = reason
+            self.cancelled.set()
 
 
 class LocalRuntime(ScratchpadRuntime):
@@ -51,6 +82,8 @@ class LocalRuntime(ScratchpadRuntime):
         self.settings = settings
         self._kernel: KernelProcess | None = None
         self._lock = asyncio.Lock()
+        self._tickets: dict[str, Ticket] = {}  # queued and running cells by id
+        self._current: Ticket | None = None  # the cell that holds the lock
         self._run: CellRun | None = None
         self._closed = False
         self._destroyed = False
@@ -58,15 +91,36 @@ class LocalRuntime(ScratchpadRuntime):
         self._late: dict[str, CappedOutput] = {}  # output that arrived between cells
         self._deaths_in_a_row = 0
         self._death_reported = False  # the last death was already told in its cell
-        self._preparing = False  # a cell holds the lock and waits for its kernel
-        self._cancel_pending = False
-        self._history = CellHistory(root / "history.jsonl")
+        self._llm_env: dict[str, str] = {}
+        self._history = CellHistory(root / "history.jsonl", settings.history_max_bytes)
+        self._loaded = False
         self._background: set[asyncio.Task[Cell]] = set()
-        self.cells = self._history.load()
+
+    @property
+    def cells(self) -> list[Cell]:
+        """The recorded cells (read from disk on first use; :meth:`load_cells` does it off
+        the event loop)."""
+        if not self._loaded:
+            self._set_loaded(self._history.load())
+        return self._cells
+
+    @cells.setter
+    def cells(self, cells: list[Cell]) -> None:
+        self._set_loaded(cells)
+
+    def _set_loaded(self, cells: list[Cell]) -> None:
+        self._cells = cells
+        self._loaded = True
+
+    async def load_cells(self) -> list[Cell]:
+        """The recorded cells, read from disk in a thread the first time."""
+        if not self._loaded:
+            self._set_loaded(await asyncio.to_thread(self._history.load))
+        return self._cells
 
     @property
     def busy(self) -> bool:
-        return self._run is not None or self._preparing
+        return self._current is not None
 
     @property
     def closed(self) -> bool:
@@ -82,11 +136,12 @@ class LocalRuntime(ScratchpadRuntime):
         if self._destroyed:
             raise PadClosedError(f"pad {self.name!r} was removed; create it again to use it")
         self._closed = False
+        await self.load_cells()
         async with self._lock:
             await self._ensure_kernel()
 
     async def reset(self) -> None:
-        await self.cancel()
+        await self._end_cells("the pad was reset")
         async with self._lock:
             self._check_open()
             await self._stop_kernel()
@@ -97,27 +152,57 @@ class LocalRuntime(ScratchpadRuntime):
             self._deaths_in_a_row = 0
             await self._ensure_kernel()
 
-    async def close(self) -> None:
+    async def close(self, *, reason: str = CLOSED) -> None:
         self._closed = True
-        await self.cancel()
+        await self._end_cells(reason)
         async with self._lock:
             await self._stop_kernel()
             self._history.close()
 
     async def cleanup(self) -> None:
-        await self.close()
+        await self.close(reason="the pad was removed")
         self._destroyed = True
-        await asyncio.to_thread(shutil.rmtree, self.root, True)
+        await venv.remove(self.root)
 
-    async def cancel(self) -> None:
-        if self._preparing:
-            self._cancel_pending = True  # the cell is still waiting for its kernel
+    async def cancel(self, cell_id: str | None = None) -> bool:
+        ticket = self._current if cell_id is None else self._tickets.get(cell_id)
+        if ticket is None:
+            return False
         run = self._run
-        if run is None:
+        if ticket is self._current and run is not None and run.cell is ticket.cell:
+            run.request_cancel()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(run.done_event.wait(), self.settings.interrupt_grace_s + 10)
+        else:  # queued, or waiting for its kernel: it never runs
+            ticket.cancel("Cell cancelled before it started; nothing ran.")
+        return True
+
+    async def configure_llm(self, llm: PadLLM) -> None:
+        """Remember the pad's model settings; a running kernel gets them at once."""
+        env = pad_llm_environment(llm)
+        if not env:
             return
-        run.request_cancel()
+        self._llm_env.update(env)
+        async with self._lock:
+            if self._kernel is not None and self._kernel.alive:
+                await self._request({"type": "set_env", "env": env}, "ack")
+
+    async def _end_cells(self, why: str) -> None:
+        """Cancel the queued cells and stop the running one (its state goes with the
+        kernel); wait until it is recorded."""
+        current = self._current
+        for ticket in list(self._tickets.values()):
+            if ticket is not current:
+                ticket.cancel(f"Cell cancelled before it started: {why}; nothing ran.")
+        if current is None:
+            return
+        run = self._run
+        if run is not None and run.cell is current.cell:
+            run.abort(f"Cell stopped: {why} while it ran; all variables were lost.")
+        else:
+            current.cancel(f"Cell cancelled before it started: {why}; nothing ran.")
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(run.done_event.wait(), self.settings.interrupt_grace_s + 10)
+            await asyncio.wait_for(asyncio.shield(current.finished), ABORT_WAIT_S)
 
     # -- cells ------------------------------------------------------------------------------
     async def execute_streaming(
@@ -127,75 +212,139 @@ class LocalRuntime(ScratchpadRuntime):
         description: str = "",
         estimated_time: str = "",
         estimated_seconds: float = 0.0,
+        timeout_s: float | None = None,
+        cell_id: str | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
-        check_execute_args(code, description, estimated_seconds)
-        if not estimated_time and estimated_seconds:
-            estimated_time = f"{estimated_seconds:g}s"
-        cell = Cell(code=code, description=description, estimated_time=estimated_time)
-        await self._lock.acquire()
+        request = check_execute_args(code, description, estimated_seconds, estimated_time, cell_id)
+        timeouts = compute_timeouts(request.estimated_seconds, self.settings, timeout_s)
+        self._check_open()
+        if request.cell_id is not None:
+            known = await self._known(request.cell_id)
+            if known is not None:
+                yield known  # a repeated submit: the cell it names, not a second run
+                return
+        cell = Cell(
+            code=request.code,
+            description=request.description,
+            estimated_time=request.estimated_time,
+            id=request.cell_id or new_cell_id(),
+        )
+        ticket = Ticket(cell)
+        self._tickets[cell.id] = ticket
+        try:
+            if not await self._wait_turn(ticket):
+                yield self._skipped(ticket)
+                return
+        except BaseException:
+            self._forget(ticket)
+            raise
         run: CellRun | None = None
         try:
-            self._check_open()
-            run = await self._begin(cell, estimated_seconds)
-            if run.finished:  # cancelled before it started
+            try:
+                run = await self._begin(ticket, timeouts)
+            except BaseException as exc:
+                ticket.cell.status = "killed"
+                ticket.cell.error = f"The cell could not start: {exc}\n"
+                raise
+            if run.finished:  # cancelled while its kernel started
                 yield run.cell
             while not run.finished:
                 for item in await run.step():
                     yield item
         finally:
             if run is not None and not run.finished:
-                self._finish_in_background(run)  # keeps the lock until the cell ends
+                self._finish_in_background(run, ticket)  # keeps the lock until the cell ends
             else:
-                self._run = None
-                self._lock.release()
+                self._release(ticket)
 
-    async def _begin(self, cell: Cell, estimated_seconds: float) -> CellRun:
-        self._preparing, self._cancel_pending = True, False
-        try:
-            await self._ensure_kernel()
-        finally:
-            self._preparing = False
+    async def _known(self, cell_id: str) -> Cell | None:
+        """The cell with this id: awaited when queued or running, else from the history."""
+        ticket = self._tickets.get(cell_id)
+        if ticket is not None:
+            return await asyncio.shield(ticket.finished)
+        cells = await self.load_cells()
+        return next((cell for cell in reversed(cells) if cell.id == cell_id), None)
+
+    async def _wait_turn(self, ticket: Ticket) -> bool:
+        """Take the pad's lock in submission order; False when cancelled while waiting."""
+        if not await take_turn(self._lock, ticket.cancelled):
+            return False
+        self._current = ticket
+        return True
+
+    def _skipped(self, ticket: Ticket) -> Cell:
+        cell = ticket.cell
+        cell.status = "cancelled"
+        cell.error = ticket.reason + "\n"
+        self._record_cell(cell)
+        self._forget(ticket)
+        return cell
+
+    def _forget(self, ticket: Ticket) -> None:
+        if self._tickets.get(ticket.cell.id) is ticket:
+            del self._tickets[ticket.cell.id]
+        if not ticket.finished.done():
+            ticket.finished.set_result(ticket.cell)
+
+    def _release(self, ticket: Ticket) -> None:
+        self._run = None
+        self._current = None
+        self._forget(ticket)
+        self._lock.release()
+
+    async def _begin(self, ticket: Ticket, timeouts: Timeouts) -> CellRun:
+        self._check_open()
+        await self._ensure_kernel()
         self._check_open()  # closed while the kernel was starting
         kernel = self._kernel
         assert kernel is not None
-        logs = self._take_notes(kernel)
         run = CellRun(
             kernel,
-            cell,
-            timeouts=compute_timeouts(estimated_seconds, self.settings),
+            ticket.cell,
+            timeouts=timeouts,
             grace=self.settings.interrupt_grace_s,
-            output_cap=self.settings.output_cap_bytes,
-            logs=logs,
+            caps=Caps(
+                output_bytes=self.settings.output_cap_bytes,
+                logs_chars=self.settings.logs_cap_chars,
+                display_bytes=self.settings.display_cap_bytes,
+            ),
+            notes=self._take_notes(kernel),
             on_killed=self._after_kill,
             on_finished=self._record,
         )
         self._run = run
-        if self._cancel_pending:
-            run.skip("Cell cancelled before it started; nothing ran.")
+        if ticket.cancelled.is_set():  # cancelled while its kernel started
+            run.skip(ticket.reason)
         else:
             run.begin()  # a dead kernel shows up as an "exit" event on the first step
         return run
 
-    def _finish_in_background(self, run: CellRun) -> None:
+    def _finish_in_background(self, run: CellRun, ticket: Ticket) -> None:
         async def finish() -> Cell:
             try:
                 return await run.run_to_end()
             finally:
-                self._run = None
-                self._lock.release()
+                self._release(ticket)
 
         task = asyncio.get_running_loop().create_task(finish())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
     def _record(self, run: CellRun) -> None:
-        self.cells.append(run.cell)
-        self._history.append(run.cell)
+        self._record_cell(run.cell)
         if run.died:
             self._deaths_in_a_row += 1
             self._death_reported = True
         elif run.cell.status != "killed":
             self._deaths_in_a_row = 0
+
+    def _record_cell(self, cell: Cell) -> None:
+        """Keep the cell in memory and on disk before anyone hears that it finished."""
+        cells = self.cells
+        cells.append(cell)
+        if self._history.append(cell):
+            self.cells = fold(cells, self.settings.history_max_bytes // 2)
+            self._history.rewrite(self.cells)
 
     async def _after_kill(self, run: CellRun) -> None:
         """The ladder killed the kernel: start a fresh one so the pad stays usable."""
@@ -240,7 +389,7 @@ class LocalRuntime(ScratchpadRuntime):
         while True:
             event = await kernel.next_event(deadline)
             if event is None:
-                raise InstallError(f"pad {self.name!r}: the kernel did not answer {reply!r}")
+                raise PadError(f"pad {self.name!r}: the kernel did not answer {reply!r}")
             kind, payload = event
             if kind == "msg" and payload.get("type") == reply:
                 return dict(payload)
@@ -264,7 +413,7 @@ class LocalRuntime(ScratchpadRuntime):
             for kind, payload in kernel.pending_events():  # its last words, and its exit
                 self._note_late(kind, payload)
             code = await self._stop_kernel()
-            how = "died" if self._death_reported else describe_exit(code, kernel.killed_by_us)
+            how = "died" if self._death_reported else kernel.describe_exit(code)
             self._notes.append(
                 f"The kernel {how}; this is a fresh kernel (all variables from before were lost)."
             )
@@ -288,7 +437,10 @@ class LocalRuntime(ScratchpadRuntime):
                     venv.venv_python(self.root),
                     cwd=self.cwd,
                     env=self._kernel_env(),
-                    config={"memory_limit_mb": self.settings.kernel_memory_limit_mb},
+                    config={
+                        "memory_limit_mb": self.settings.kernel_memory_limit_mb,
+                        "heartbeat_s": self.settings.heartbeat_s,
+                    },
                     timeout=self.settings.kernel_start_timeout_s,
                     worker=self.worker,
                 )
@@ -297,6 +449,7 @@ class LocalRuntime(ScratchpadRuntime):
                 continue
             if not venv.is_reusable(self.root):
                 venv.mark_verified(self.root)
+                venv.record_name(self.root, self.name)
             return
         raise KernelStartError(
             f"pad {self.name!r}: no kernel after {attempts} attempts ({last_error}). Check that "
@@ -329,6 +482,7 @@ class LocalRuntime(ScratchpadRuntime):
         env["VIRTUAL_ENV"] = str(self.root)
         env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         env.setdefault("MPLBACKEND", MPL_BACKEND)
+        env.update(self._llm_env)
         return env
 
     def _take_notes(self, kernel: KernelProcess) -> list[str]:

@@ -5,15 +5,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.metadata
+import logging
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from scratchpad.config import Settings
-from scratchpad.errors import PadNotFoundError
-from scratchpad.runtime.base import RuntimeFactory, ScratchpadRuntime
+from scratchpad.errors import InvalidPadNameError, PadNotFoundError
+from scratchpad.runtime import venv
+from scratchpad.runtime.base import CLOSED, RuntimeFactory, ScratchpadRuntime
+from scratchpad.runtime.history import count_cells
 from scratchpad.runtime.local import LocalRuntime
-from scratchpad.runtime.names import validate_pad_name
+from scratchpad.runtime.names import dir_name, is_pad_dir_name, validate_pad_name
+
+log = logging.getLogger(__name__)
 
 NOTABLE_PACKAGES = (
     "numpy",
@@ -51,14 +57,31 @@ def pads_dir(settings: Settings) -> Path:
     return settings.home / "pads"
 
 
+def pad_root(settings: Settings, name: str) -> Path:
+    """The directory of pad ``name`` (see names.dir_name: never outside ``pads/``)."""
+    parent = pads_dir(settings)
+    root = parent / dir_name(name)
+    if root.parent != parent or root.name in ("", ".", ".."):  # by construction; checked
+        raise InvalidPadNameError(f"pad name {name!r} does not map into {parent}")
+    return root
+
+
 def local_factory(settings: Settings, cwd: Path) -> RuntimeFactory:
-    """The default backend: a venv under ``<home>/pads/<name>`` and a kernel in ``cwd``."""
+    """The default backend: a venv under ``<home>/pads/<dir>`` and a kernel in ``cwd``."""
 
     def build(name: str) -> ScratchpadRuntime:
-        root = pads_dir(settings) / validate_pad_name(name)
-        return LocalRuntime(name, root=root, cwd=cwd, settings=settings)
+        return LocalRuntime(name, root=pad_root(settings, name), cwd=cwd, settings=settings)
 
     return build
+
+
+@dataclass(frozen=True, slots=True)
+class PadInfo:
+    """One line of the pad list: ``status`` is busy, idle (running) or stopped."""
+
+    name: str
+    status: str
+    cells: int
 
 
 def remote_factory(settings: Settings) -> RuntimeFactory:
@@ -104,6 +127,8 @@ class ScratchpadManager:
         self._pads: dict[str, ScratchpadRuntime] = {}
         self._starting: dict[str, asyncio.Task[ScratchpadRuntime]] = {}
         self._stopping: dict[str, asyncio.Future[None]] = {}
+        self._warned: set[str] = set()  # stray entries of pads/ already logged
+        self._counts: dict[Path, tuple[int, int, int]] = {}  # history → (size, mtime, cells)
 
     async def get_or_create(self, name: str) -> ScratchpadRuntime:
         """The running pad ``name``, started on first use (concurrent calls share one start)."""
@@ -139,41 +164,105 @@ class ScratchpadManager:
         return pad
 
     def peek(self, name: str) -> ScratchpadRuntime:
-        """A pad for reading its cells: the running one, or one loaded from disk unstarted."""
+        """A pad for reading its cells: the running one, or one loaded from disk unstarted
+        (``await pad.load_cells()`` reads its history off the event loop)."""
         name = validate_pad_name(name)
         pad = self._pads.get(name)
         if pad is not None and not pad.closed:
             return pad
-        if name not in self.names_on_disk():
+        if not self.exists(name):
             raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it")
         return self._factory(name)
+
+    def exists(self, name: str) -> bool:
+        """Whether pad ``name`` runs or has an environment under the home."""
+        name = validate_pad_name(name)
+        if name in self._pads:
+            return True
+        if self.settings.backend != "local":
+            return False
+        root = pad_root(self.settings, name)
+        return root.is_dir() and not root.is_symlink()
 
     def names(self) -> list[str]:
         """Names of the running pads."""
         return sorted(self._pads)
 
     def names_on_disk(self) -> list[str]:
-        """Names of every pad with an environment under the home, running or not."""
+        """Names of every pad with an environment under the home, running or not. Entries of
+        ``pads/`` that are no pad's directory (strays, symlinks) are skipped with a warning."""
         root = pads_dir(self.settings)
         if not root.is_dir():
             return []
-        return sorted(entry.name for entry in root.iterdir() if entry.is_dir())
+        names = []
+        for entry in root.iterdir():
+            name = self._pad_name(entry)
+            if name is not None:
+                names.append(name)
+        return sorted(names)
+
+    def _pad_name(self, entry: Path) -> str | None:
+        """The name of the pad living in ``entry``, or None (warned once) if none does."""
+        problem = None
+        name = None
+        if entry.is_symlink():
+            problem = "is a symbolic link"
+        elif not entry.is_dir():
+            problem = "is not a directory"
+        elif not is_pad_dir_name(entry.name):
+            problem = "is not a pad directory name"
+        else:
+            name = venv.read_name(entry) or entry.name
+            if dir_name(name) != entry.name:
+                problem, name = "does not hold the pad its name says", None
+        if problem is not None and entry.name not in self._warned:
+            self._warned.add(entry.name)
+            log.warning("skipping %s under %s: it %s", entry.name, entry.parent, problem)
+        return name
+
+    async def list_pads(self) -> list[PadInfo]:
+        """Every pad, running or on disk, with its status and number of cells. Histories of
+        stopped pads are counted in a thread, and only again when their file changed."""
+        names = await asyncio.to_thread(self.names_on_disk)
+        listed = []
+        for name in sorted(set(names) | set(self._pads)):
+            pad = self._pads.get(name)
+            if pad is not None and not pad.closed:
+                status = "busy" if pad.busy else "idle"
+                cells = len(await pad.load_cells())
+            else:
+                path = pad_root(self.settings, name) / "history.jsonl"
+                status, cells = "stopped", await asyncio.to_thread(self._count, path)
+            listed.append(PadInfo(name, status, cells))
+        return listed
+
+    def _count(self, path: Path) -> int:
+        try:
+            stat = path.stat()
+        except OSError:
+            return 0
+        known = self._counts.get(path)
+        if known is not None and known[:2] == (stat.st_size, stat.st_mtime_ns):
+            return known[2]
+        cells = count_cells(path)
+        self._counts[path] = (stat.st_size, stat.st_mtime_ns, cells)
+        return cells
 
     async def remove(self, name: str) -> None:
         """Stop the pad and delete its environment (running or only on disk)."""
         name = validate_pad_name(name)
         pad = self._pads.pop(name, None)
         if pad is None:
-            if name not in self.names_on_disk():
+            if not self.exists(name):
                 raise PadNotFoundError(f"no pad named {name!r}; there is nothing to remove")
             pad = self._factory(name)
         await self._stop(name, pad.cleanup())
 
-    async def close(self, name: str) -> None:
+    async def close(self, name: str, *, reason: str = CLOSED) -> None:
         """Stop one pad's kernel; its environment stays for the next get_or_create."""
         pad = self._pads.pop(validate_pad_name(name), None)
         if pad is not None:
-            await self._stop(name, pad.close())
+            await self._stop(name, pad.close(reason=reason))
 
     async def _stop(self, name: str, stopping: Coroutine[Any, Any, None]) -> None:
         """Run a close/cleanup that a concurrent get_or_create of the same name waits for."""
@@ -189,16 +278,20 @@ class ScratchpadManager:
         """Let go of every pad; remote pads keep running on their server (see detach)."""
         pads = list(self._pads.values())
         self._pads.clear()
-        await asyncio.gather(*(pad.detach() for pad in pads), return_exceptions=True)
+        results = await asyncio.gather(*(pad.detach() for pad in pads), return_exceptions=True)
+        _log_failures("detaching", pads, results)
 
-    async def close_all(self) -> None:
-        """Stop every kernel (environments are kept). Safe to call twice."""
+    async def close_all(self, *, reason: str = CLOSED) -> None:
+        """Stop every kernel (environments are kept); running cells end saying ``reason``.
+        Safe to call twice."""
         for task in list(self._starting.values()):  # pads still starting join the others
             with contextlib.suppress(Exception):
                 await task
         pads = list(self._pads.values())
         self._pads.clear()
-        await asyncio.gather(*(pad.close() for pad in pads), return_exceptions=True)
+        closing = (pad.close(reason=reason) for pad in pads)
+        results = await asyncio.gather(*closing, return_exceptions=True)
+        _log_failures("closing", pads, results)
 
     async def cancel_all_running(self) -> None:
         await asyncio.gather(*(pad.cancel() for pad in self._pads.values() if pad.busy))
@@ -217,3 +310,10 @@ class ScratchpadManager:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close_all()
+
+
+def _log_failures(doing: str, pads: list[ScratchpadRuntime], results: list[Any]) -> None:
+    """Say which pads failed to stop, and why (nothing may be dropped silently)."""
+    for pad, result in zip(pads, results, strict=True):
+        if isinstance(result, BaseException):
+            log.warning("%s pad %r failed: %r", doing, pad.name, result)

@@ -1,11 +1,19 @@
 """RemoteRuntime: a pad on a Scratchpad server (or any server speaking the remote-backend
-protocol of DESIGN.md), driven over HTTP and server-sent events."""
+protocol of DESIGN.md), driven over HTTP and server-sent events.
+
+Every cell goes out with an id of its own. That makes two things safe: retrying a request
+that failed before any answer came (a kept-alive connection the server had just closed), since
+the server recognises a repeated id and never runs the cell twice; and cancelling exactly this
+cell when the caller's task is cancelled. Cells ask the server to keep running when the
+connection drops (``on_disconnect: continue``): a dropped connection is not a user's cancel.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -14,17 +22,36 @@ from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 
 from scratchpad.errors import (
     ConfigError,
-    InvalidInputError,
     PadClosedError,
     PadError,
-    PadNotFoundError,
     ScratchpadError,
+    error_from_http,
 )
-from scratchpad.runtime.base import ScratchpadRuntime, check_execute_args
-from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent, StreamItem
+from scratchpad.runtime.base import (
+    CLOSED,
+    CellRequest,
+    PadLLM,
+    ScratchpadRuntime,
+    check_execute_args,
+    take_turn,
+)
+from scratchpad.runtime.cell import (
+    Cell,
+    CellStatus,
+    DisplayEvent,
+    OutputEvent,
+    ProgressEvent,
+    StreamItem,
+    new_cell_id,
+)
+from scratchpad.runtime.names import url_component
 
 CONNECT_TIMEOUT_S = 30.0
 DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
+KEEPALIVE_EXPIRY_S = 4.0  # below the server's keep-alive, so the server never closes first
+CANCEL_TIMEOUT_S = 10.0
+
+log = logging.getLogger(__name__)
 
 
 class RemoteRuntime(ScratchpadRuntime):
@@ -37,11 +64,14 @@ class RemoteRuntime(ScratchpadRuntime):
             base_url=self.url,
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=httpx.Timeout(CONNECT_TIMEOUT_S, read=None),  # cells may run for an hour
+            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S),
         )
         self._order = asyncio.Lock()  # cells of one pad go out in call order
+        self._waiting: dict[str, asyncio.Event] = {}  # cells not sent yet, by id: cancelled?
         self._running = 0
         self._closed = False
         self._destroyed = False
+        self._cancels: set[asyncio.Task[None]] = set()
 
     @property
     def busy(self) -> bool:
@@ -57,16 +87,36 @@ class RemoteRuntime(ScratchpadRuntime):
         await self._post("/scratchpad/start", {"name": self.name})
         self._closed = False
 
+    async def configure_llm(self, llm: PadLLM) -> None:
+        await self._post(
+            "/scratchpad/start",
+            {
+                "name": self.name,
+                "coding_provider": llm.provider,
+                "coding_model": llm.model,
+                "coding_api_key": llm.api_key,
+                "coding_base_url": llm.base_url,
+            },
+        )
+
     async def reset(self) -> None:
         await self._post("/scratchpad/reset", {"name": self.name})
         self.cells = []
 
-    async def close(self) -> None:
+    async def close(self, *, reason: str = CLOSED) -> None:
         self._closed = True
         await self._post("/scratchpad/close", {"name": self.name})
 
-    async def cancel(self) -> None:
-        await self._post("/scratchpad/cancel", {"name": self.name})
+    async def cancel(self, cell_id: str | None = None) -> bool:
+        waiting = self._waiting.get(cell_id or "")
+        if waiting is not None:  # not sent yet: it never will be
+            waiting.set()
+            return True
+        body: dict[str, Any] = {"name": self.name}
+        if cell_id is not None:
+            body["id"] = cell_id
+        answer = await self._post("/scratchpad/cancel", body)
+        return bool(answer.get("cancelled", True))  # servers written elsewhere do not say
 
     async def cleanup(self) -> None:
         self._closed = self._destroyed = True
@@ -77,6 +127,8 @@ class RemoteRuntime(ScratchpadRuntime):
 
     async def detach(self) -> None:
         """Drop the connection; the pad keeps running on the server (the CLI's way out)."""
+        if self._cancels:
+            await asyncio.wait(self._cancels, timeout=CANCEL_TIMEOUT_S)
         await self._client.aclose()
 
     async def server_pads(self) -> list[dict[str, Any]]:
@@ -86,7 +138,7 @@ class RemoteRuntime(ScratchpadRuntime):
     async def load_cells(self) -> list[Cell]:
         """Fetch the pad's cells from the server's ``/v1`` API (a Scratchpad server only),
         so view/dump/to_ipynb show what the server holds."""
-        response = await self._get(f"/v1/pads/{self.name}")
+        response = await self._get(f"/v1/pads/{url_component(self.name)}")
         self.cells = [Cell.from_dict(cell) for cell in response.get("cells", [])]
         return self.cells
 
@@ -101,67 +153,111 @@ class RemoteRuntime(ScratchpadRuntime):
         description: str = "",
         estimated_time: str = "",
         estimated_seconds: float = 0.0,
+        timeout_s: float | None = None,
+        cell_id: str | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
-        check_execute_args(code, description, estimated_seconds)
+        request = check_execute_args(code, description, estimated_seconds, estimated_time, cell_id)
         if self.closed:
             raise PadClosedError(f"pad {self.name!r} is closed; start it again to run cells")
-        body = {
-            "name": self.name,
-            "code": code,
-            "description": description,
-            "estimated_time": estimated_time
-            or (f"{estimated_seconds:g}s" if estimated_seconds else ""),
-            "estimated_seconds": estimated_seconds,
-            "stream_output": True,  # our server's extension; other servers ignore it
-        }
-        async with self._order:
-            self._running += 1
-            try:
-                async for item in self._stream(body):
-                    yield item
-            finally:
-                self._running -= 1
+        body = _body(self.name, request, timeout_s)
+        cancelled = self._waiting[body["id"]] = asyncio.Event()
+        try:
+            turn = await take_turn(self._order, cancelled)
+        finally:
+            del self._waiting[body["id"]]
+        if not turn:
+            yield self._local_cell(body, "Cell cancelled before it started; nothing ran.")
+            return
+        self._running += 1
+        try:
+            async for item in self._stream(body):
+                yield item
+        except (asyncio.CancelledError, GeneratorExit):
+            self._cancel_in_background(body["id"])  # the caller went away mid-cell
+            raise
+        finally:
+            self._running -= 1
+            self._order.release()
 
     async def _stream(self, body: dict[str, Any]) -> AsyncGenerator[StreamItem, None]:
         cell: Cell | None = None
-        try:
-            async with aconnect_sse(
-                self._client, "POST", "/scratchpad/execute-stream", json=body
-            ) as source:
-                if source.response.status_code >= 400:
-                    await source.response.aread()
-                    raise _error(source.response)
-                events = source.aiter_sse()
-                async for event in events:
-                    message = json.loads(event.data)
-                    if message.get("type") == "error":
-                        raise PadError(f"pad {self.name!r}: {message.get('error')}")
-                    item = _stream_item(message)
-                    if isinstance(item, Cell):
-                        cell = item
-                        break
-                    if item is not None:
-                        yield item
-                if cell is not None:
-                    await _drain(events)
-        except (httpx.HTTPError, SSEError, ValueError) as exc:
-            if cell is None:
-                what = f"went away during this cell ({exc!r}); its result is unknown"
-                yield self._lost(body, what)
-                return
+        for attempt in (1, 2):
+            answered = False
+            try:
+                async with aconnect_sse(
+                    self._client, "POST", "/scratchpad/execute-stream", json=body
+                ) as source:
+                    answered = True
+                    if source.response.status_code >= 400:
+                        await source.response.aread()
+                        raise _error(source.response)
+                    async for item in self._items(source.aiter_sse()):
+                        if isinstance(item, Cell):
+                            cell = item
+                        else:
+                            yield item
+            except httpx.ConnectError as exc:
+                raise PadError(f"cannot reach the pad server at {self.url}: {exc}") from exc
+            except (httpx.HTTPError, SSEError, ValueError) as exc:
+                if cell is None and not answered and attempt == 1:
+                    continue  # nothing came back: safe to ask again, the id prevents a rerun
+                if cell is None:
+                    what = f"went away during this cell ({exc!r}); its result is unknown"
+                    yield self._lost(body, what)
+                    return
+            break
         if cell is None:
             yield self._lost(body, "ended the stream without a result")
             return
         self.cells.append(cell)
         yield cell
 
+    async def _items(self, events: AsyncIterator[ServerSentEvent]) -> AsyncIterator[StreamItem]:
+        """The stream's items up to its cell; what follows the cell is read (briefly) so the
+        connection can be reused."""
+        async for event in events:
+            message = json.loads(event.data)
+            if message.get("type") == "error":
+                kind = message.get("error_type")
+                raise error_from_http(500, kind, f"pad {self.name!r}: {message.get('error')}")
+            item = _stream_item(message)
+            if item is not None:
+                yield item
+            if isinstance(item, Cell):
+                await _drain(events)
+                return
+
+    def _cancel_in_background(self, cell_id: str) -> None:
+        """Cancel the cell on the server without making the (cancelled) caller wait."""
+
+        async def cancel() -> None:
+            try:
+                async with asyncio.timeout(CANCEL_TIMEOUT_S):
+                    await self.cancel(cell_id)
+            except (ScratchpadError, TimeoutError) as exc:
+                log.warning("could not cancel cell %s of pad %r: %s", cell_id, self.name, exc)
+
+        if self._client.is_closed:
+            return
+        task = asyncio.get_running_loop().create_task(cancel())
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
     def _lost(self, body: dict[str, Any], what: str) -> Cell:
         """A cell whose fate the server did not report: killed, saying why."""
+        error = f"The server at {self.url} {what}. Check it and run the cell again."
+        return self._local_cell(body, error, status="killed")
+
+    def _local_cell(
+        self, body: dict[str, Any], error: str, status: CellStatus = "cancelled"
+    ) -> Cell:
+        """A cell that ends here, without the server's word (never sent, or lost)."""
         cell = Cell(
             code=body["code"],
             description=body["description"],
-            status="killed",
-            error=f"The server at {self.url} {what}. Check it and run the cell again.\n",
+            id=body["id"],
+            status=status,
+            error=error + "\n",
         )
         self.cells.append(cell)
         return cell
@@ -171,6 +267,22 @@ class RemoteRuntime(ScratchpadRuntime):
 
     async def _get(self, path: str) -> dict[str, Any]:
         return await _request(self._client, "GET", path)
+
+
+def _body(name: str, request: CellRequest, timeout_s: float | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": name,
+        "code": request.code,
+        "description": request.description,
+        "estimated_time": request.estimated_time,
+        "estimated_seconds": request.estimated_seconds,
+        "id": request.cell_id or new_cell_id(),
+        "stream_output": True,  # our server's extensions; other servers ignore them
+        "on_disconnect": "continue",
+    }
+    if timeout_s is not None:
+        body["timeout_s"] = timeout_s
+    return body
 
 
 async def _drain(events: AsyncIterator[ServerSentEvent]) -> None:
@@ -229,17 +341,14 @@ def _error(response: httpx.Response) -> ScratchpadError:
         return ConfigError(
             f"the pad server refused the key ({message}); check SCRATCHPAD_REMOTE_API_KEY"
         )
-    if status == 404 and not ours:
+    if status in (404, 405) and not ours:
         request = response.request
         return PadError(
             f"the server at {request.url.scheme}://{request.url.netloc.decode()} has no "
             f"{request.method} {request.url.path} ({message}): it does not offer this part "
             "of the Scratchpad API"
         )
-    if status == 404:
-        return PadNotFoundError(message)
-    if status in (400, 413, 422):
-        return InvalidInputError(message)
-    if status == 409:
-        return PadClosedError(message)
-    return PadError(f"the pad server answered {status}: {message}")
+    kind = data.get("type") if isinstance(data, dict) else None
+    if status >= 500 and kind is None:
+        message = f"the pad server answered {status}: {message}"
+    return error_from_http(status, kind, message)

@@ -5,6 +5,7 @@ Layout of a pad directory (which *is* the venv)::
     <pad>/bin/python ...          the venv (uv venv --system-site-packages, no seed)
     <pad>/requirements.txt        what was installed; replayed when the venv is rebuilt
     <pad>/scratchpad-venv.json    written once a kernel started from it (the verification)
+    <pad>/pad.json                the pad's name (the directory may be a slug, see names.py)
     <pad>/history.jsonl           the pad's cells (see history.py)
 
 The venv also sees the packages of the environment Scratchpad itself runs in (a ``.pth`` file
@@ -14,26 +15,27 @@ adds them after the pad's own), so what the host has installed is importable in 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import platform
 import re
 import shutil
-import signal
 import site
 import sys
 from pathlib import Path
 
 from scratchpad.errors import InstallError, InvalidInputError, VenvError
 from scratchpad.fsutil import atomic_write_text
+from scratchpad.runtime import procgroup
 
 MARKER = "scratchpad-venv.json"
+NAME_FILE = "pad.json"
 REQUIREMENTS = "requirements.txt"
 HOST_PTH = "_scratchpad_host.pth"
-KEEP_ON_REBUILD = ("requirements.txt", "history.jsonl")
+KEEP_ON_REBUILD = ("requirements.txt", "history.jsonl", NAME_FILE)
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CREATE_TIMEOUT_S = 60.0
+OUTPUT_CAP = 64 * 1024  # characters of an installer's output kept (head and tail)
 
 
 def venv_python(root: Path) -> Path:
@@ -62,15 +64,47 @@ def mark_verified(root: Path) -> None:
     atomic_write_text(root / MARKER, json.dumps(record, indent=2) + "\n")
 
 
+def record_name(root: Path, name: str) -> None:
+    """Keep the pad's real name beside its venv (listing directories gives it back)."""
+    if read_name(root) != name:
+        atomic_write_text(root / NAME_FILE, json.dumps({"name": name}) + "\n")
+
+
+def read_name(root: Path) -> str | None:
+    """The name recorded by :func:`record_name`, or None."""
+    try:
+        data = json.loads((root / NAME_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) else None
+
+
+PAD_FILES = ("pyvenv.cfg", MARKER, NAME_FILE, REQUIREMENTS, "history.jsonl")
+
+
+async def remove(root: Path) -> None:
+    """Delete a pad's directory, refusing anything that does not look like one: a bug that
+    pointed ``root`` elsewhere must never delete a directory that is not ours."""
+    if not root.exists() and not root.is_symlink():
+        return
+    if root.is_symlink() or not root.is_dir():
+        raise VenvError(f"refusing to delete {root}: it is not a pad's directory")
+    if any(root.iterdir()) and not any((root / name).exists() for name in PAD_FILES):
+        raise VenvError(
+            f"refusing to delete {root}: it holds none of a pad's files ({', '.join(PAD_FILES)})"
+        )
+    await asyncio.to_thread(shutil.rmtree, root, True)
+
+
 async def create(root: Path) -> None:
     """(Re)create the venv at ``root``, keeping its requirements and history files."""
     kept = {name: (root / name).read_bytes() for name in KEEP_ON_REBUILD if (root / name).exists()}
-    if root.exists():
-        await asyncio.to_thread(shutil.rmtree, root)
+    await remove(root)
     root.parent.mkdir(parents=True, exist_ok=True)
     error = await _create_with_uv(root)
     if error is not None:
-        await asyncio.to_thread(shutil.rmtree, root, True)
+        await remove(root)
         await asyncio.to_thread(_create_with_stdlib, root)
     for name, data in kept.items():
         (root / name).write_bytes(data)
@@ -175,12 +209,15 @@ async def install(root: Path, specs: list[str], timeout: float) -> str:
     if code is None:
         raise InstallError(
             f"installing {', '.join(specs)} timed out after {timeout:g}s; "
-            "retry, or raise SCRATCHPAD_INSTALL_TIMEOUT_S"
+            f"retry, or raise SCRATCHPAD_INSTALL_TIMEOUT_S. Installer output:\n{output}",
+            output=output,
         )
     if code != 0:
         raise InstallError(
             f"installing {', '.join(specs)} failed (exit code {code}); check the names and "
-            f"versions. Installer output:\n{output}"
+            f"versions. Installer output:\n{output}",
+            exit_code=code,
+            output=output,
         )
     return output
 
@@ -192,28 +229,12 @@ async def restore(root: Path, timeout: float) -> str:
 
 
 async def run_tool(argv: list[str], timeout: float) -> tuple[int | None, str]:
-    """Run a helper program; (exit code or None on timeout, combined output)."""
+    """Run a helper program (uv); (exit code, or None when it timed out, and its output,
+    kept also when it had to be stopped)."""
     env = {**os.environ, "UV_NO_PROGRESS": "1", "UV_PYTHON_DOWNLOADS": "never"}
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
+        result = await procgroup.run(argv, timeout=timeout, env=env, output_cap_chars=OUTPUT_CAP)
     except OSError as exc:
         return 127, str(exc)
-    try:
-        output, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
-        return None, ""
-    except BaseException:  # a cancelled caller: the tool must not go on writing into the venv
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        raise
-    return proc.returncode, output.decode("utf-8", "replace").strip()
+    code = None if result.timed_out else result.returncode
+    return code, result.output.strip()

@@ -1,38 +1,46 @@
 """The ASGI app: the remote-backend protocol (``/scratchpad/*``), read endpoints (``/v1/*``),
 MCP over streamable HTTP (``/mcp``) and ``/healthz``. Every route but ``/healthz`` needs the
-bearer key; every failure answers a 4xx/5xx JSON body ``{"error": ...}`` that says what was
-wrong (MCP answers in its own protocol once past the key check).
+bearer key; every failure answers a 4xx/5xx JSON body ``{"error": ..., "type": ...}`` that says
+what was wrong (MCP answers in its own protocol once past the key check).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import math
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
+from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from scratchpad import __version__
 from scratchpad.errors import (
-    InvalidInputError,
-    PadClosedError,
+    InstallError,
     PadNotFoundError,
     ScratchpadError,
+    http_status,
 )
 from scratchpad.observations.store import ObservationStore
-from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent
+from scratchpad.runtime.base import PadLLM, ScratchpadRuntime
+from scratchpad.runtime.cell import new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.names import validate_pad_name
-from scratchpad.server.guard import Guard, error
+from scratchpad.runtime.timeouts import check_timeout
+from scratchpad.server.frames import cell_frames
+from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
 from scratchpad.server.sse import EventStream
+
+log = logging.getLogger(__name__)
 
 
 class PadRequest(BaseModel):
@@ -47,6 +55,10 @@ class StartRequest(PadRequest):
     coding_base_url: str | None = None
 
 
+class CancelRequest(PadRequest):
+    id: str | None = None  # our extension: cancel this cell (queued or running)
+
+
 class InstallRequest(PadRequest):
     packages: list[str]
 
@@ -55,10 +67,15 @@ class ExecuteRequest(PadRequest):
     code: str
     description: str = ""
     estimated_time: str = ""
-    estimated_seconds: float = 0.0
-    # Our extension: also send output and display frames as they happen. Off by default, so
-    # clients written for the plain protocol never see frame types they do not know.
+    estimated_seconds: float | None = 0.0
+    # Our extensions. stream_output: also send output and display frames as they happen (off
+    # by default, so clients written for the plain protocol never see frame types they do not
+    # know). id: names the cell (a repeated id gives the known cell, never a second run).
+    # timeout_s: a hard limit. on_disconnect: what a client that goes away mid-cell wants.
     stream_output: bool = False
+    id: str | None = None
+    timeout_s: float | None = None
+    on_disconnect: Literal["interrupt", "continue"] = "interrupt"
 
 
 def create_app(
@@ -80,41 +97,62 @@ def create_app(
             async with mcp_sessions.run():
                 yield
         finally:
-            await manager.close_all()
+            await manager.close_all(reason="the server stopped")  # in-process apps (tests)
             if on_shutdown is not None:
                 on_shutdown()
 
-    app = FastAPI(title="Scratchpad", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="Scratchpad", version=__version__, lifespan=lifespan)
     app.add_middleware(Guard, api_key=api_key, limit=manager.settings.max_request_bytes)
+    app.add_middleware(EncodedNames)
     if origin:  # outermost, so preflights and refusals carry CORS headers too
         app.add_middleware(
             CORSMiddleware, allow_origins=[origin], allow_methods=["*"], allow_headers=["*"]
         )
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(_describe(e) for e in exc.errors())
-        return error(422, f"invalid request: {problems}")
-
-    @app.exception_handler(ScratchpadError)
-    async def failed(request: Request, exc: ScratchpadError) -> JSONResponse:
-        return error(_status(exc), str(exc))
-
+    _error_handlers(app)
     _protocol_routes(app, manager)
     _read_routes(app, manager)
     app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint))
     return app
 
 
+def _error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(_describe(e) for e in exc.errors())
+        return error(422, f"invalid request: {problems}", "InvalidInputError")
+
+    @app.exception_handler(ScratchpadError)
+    async def failed(request: Request, exc: ScratchpadError) -> JSONResponse:
+        return error(http_status(exc), str(exc), type(exc).__name__)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        words = {404: "no such route", 405: "method not allowed on this route"}
+        message = words.get(exc.status_code, str(exc.detail))
+        return error(exc.status_code, f"{message}: {request.method} {request.url.path}")
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("%s %s failed", request.method, request.url.path)
+        return error(500, "internal server error; the server log has the details")
+
+
 def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     @app.post("/scratchpad/start")
     async def start(body: StartRequest) -> dict[str, Any]:
-        await manager.get_or_create(body.name)
+        pad = await manager.get_or_create(body.name)
+        llm = PadLLM(
+            provider=body.coding_provider or "",
+            model=body.coding_model or "",
+            api_key=body.coding_api_key or "",
+            base_url=body.coding_base_url or "",
+        )
+        await pad.configure_llm(llm)
         return {"ok": True}
 
     @app.post("/scratchpad/reset")
     async def reset(body: PadRequest) -> dict[str, Any]:
-        await (await manager.get_or_create(body.name)).reset()
+        await (await _existing(manager, body.name)).reset()
         return {"ok": True}
 
     @app.post("/scratchpad/close")
@@ -123,47 +161,77 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         return {"ok": True}
 
     @app.post("/scratchpad/cancel")
-    async def cancel(body: PadRequest) -> dict[str, Any]:
-        if validate_pad_name(body.name) in manager.names():
-            await manager.get(body.name).cancel()
-        return {"ok": True}
+    async def cancel(body: CancelRequest) -> dict[str, Any]:
+        if not manager.exists(body.name):
+            raise PadNotFoundError(f"no pad named {body.name!r}; there is nothing to cancel")
+        running = body.name in manager.names()
+        cancelled = running and await manager.get(body.name).cancel(body.id)
+        return {"ok": True, "cancelled": cancelled}
 
     @app.post("/scratchpad/cleanup")
     async def cleanup(body: PadRequest) -> dict[str, Any]:
-        await manager.remove(body.name)
+        if manager.exists(body.name):
+            await manager.remove(body.name)
         return {"ok": True}
 
     @app.post("/scratchpad/install")
     async def install(body: InstallRequest) -> dict[str, Any]:
+        if not body.packages:
+            return {"result": "No packages specified."}
         pad = await manager.get_or_create(body.name)
-        return {"result": await pad.install_packages(body.packages)}
+        try:
+            return {"result": await pad.install_packages(body.packages)}
+        except InstallError as exc:  # the protocol reports a failed install as its result
+            code = "timed out" if exc.exit_code is None else f"exit {exc.exit_code}"
+            return {"result": f"Install failed ({code}): {exc.output or exc}"}
 
     @app.post("/scratchpad/execute-stream")
     async def execute_stream(body: ExecuteRequest) -> EventStream:
+        timeout_s = None
+        if body.timeout_s is not None:
+            timeout_s = check_timeout(body.timeout_s, manager.settings)
         pad = await manager.get_or_create(body.name)  # errors here answer as plain 4xx
-        return EventStream(_frames(pad, body))
-
-
-async def _frames(pad: Any, body: ExecuteRequest) -> AsyncIterator[dict[str, Any]]:
-    """SSE frames: progress messages (and, when asked, output and display), then exactly one
-    cell (or one error)."""
-    try:
-        async for item in pad.execute_streaming(
-            body.code,
+        cell_id = body.id or new_cell_id()
+        frames = cell_frames(
+            pad,
+            code=body.code,
             description=body.description,
             estimated_time=body.estimated_time,
-            estimated_seconds=body.estimated_seconds,
-        ):
-            if isinstance(item, ProgressEvent):
-                yield {"type": "progress", "message": item.message}
-            elif isinstance(item, OutputEvent) and body.stream_output:
-                yield {"type": "output", "stream": item.stream, "text": item.text}
-            elif isinstance(item, DisplayEvent) and body.stream_output:
-                yield {"type": "display", "data": item.data}
-            elif isinstance(item, Cell):
-                yield {"type": "cell", "cell": item.to_dict()}
-    except ScratchpadError as exc:
-        yield {"type": "error", "error": str(exc)}
+            estimated_seconds=_estimate(body.estimated_seconds),
+            timeout_s=timeout_s,
+            cell_id=cell_id,
+            stream_output=body.stream_output,
+        )
+        gone = None if body.on_disconnect == "continue" else _interrupter(pad, cell_id)
+        return EventStream(frames, on_disconnect=gone)
+
+
+async def _existing(manager: ScratchpadManager, name: str) -> ScratchpadRuntime:
+    """The pad, started if it exists only on disk; PadNotFoundError if it does not exist."""
+    if not manager.exists(name):
+        raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it")
+    return await manager.get_or_create(name)
+
+
+def _estimate(seconds: float | None) -> float:
+    """The protocol's estimate: anything but a finite number >= 0 means "no estimate"."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return 0.0
+    return seconds
+
+
+_cancels: set[asyncio.Task[bool]] = set()
+
+
+def _interrupter(pad: ScratchpadRuntime, cell_id: str) -> Callable[[], None]:
+    """What a client's disconnect does by default: cancel its cell (state kept)."""
+
+    def interrupt() -> None:
+        task = asyncio.get_running_loop().create_task(pad.cancel(cell_id))
+        _cancels.add(task)
+        task.add_done_callback(_cancels.discard)
+
+    return interrupt
 
 
 def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
@@ -178,41 +246,45 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
 
     @app.get("/v1/pads")
     async def pads() -> dict[str, Any]:
-        running = set(manager.names())
-        listed = []
-        for name in sorted(running | set(manager.names_on_disk())):
-            pad = manager.peek(name)
-            status = "busy" if pad.busy else "idle" if name in running else "stopped"
-            listed.append({"name": name, "status": status, "cells": len(pad.cells)})
-        return {"pads": listed}
+        listed = await manager.list_pads()
+        return {"pads": [{"name": p.name, "status": p.status, "cells": p.cells} for p in listed]}
 
     @app.get("/v1/pads/{name}")
     async def pad_cells(name: str) -> dict[str, Any]:
-        pad = manager.peek(name)
-        return {"name": pad.name, "cells": [cell.to_dict() for cell in pad.cells]}
+        name = segment_name(name)
+        cells = await manager.peek(name).load_cells()
+        return {"name": name, "cells": [cell.to_dict() for cell in cells]}
+
+    @app.get("/v1/pads/{name}/cells/{cell_id}")
+    async def pad_cell(name: str, cell_id: str) -> dict[str, Any]:
+        name = segment_name(name)
+        cells = await manager.peek(name).load_cells()
+        for cell in reversed(cells):
+            if cell.id == cell_id:
+                return cell.to_dict()
+        raise PadNotFoundError(
+            f"pad {name!r} has no finished cell {cell_id!r} (it may still run, or was folded "
+            "away from a long history)"
+        )
 
     @app.get("/v1/pads/{name}/dump")
     async def pad_dump(name: str) -> Response:
-        return Response(manager.peek(name).dump(), media_type="text/markdown; charset=utf-8")
+        pad = manager.peek(segment_name(name))
+        await pad.load_cells()
+        return Response(pad.dump(), media_type="text/markdown; charset=utf-8")
 
     @app.get("/v1/pads/{name}/notebook")
     async def pad_notebook(name: str) -> Response:
-        notebook = json.dumps(manager.peek(name).to_ipynb(), indent=1)
+        name = segment_name(name)
+        pad = manager.peek(name)
+        await pad.load_cells()
+        notebook = json.dumps(pad.to_ipynb(), indent=1)
+        filename = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
         return Response(
             notebook,
             media_type="application/x-ipynb+json",
-            headers={"content-disposition": f'attachment; filename="{name}.ipynb"'},
+            headers={"content-disposition": f'attachment; filename="{filename}.ipynb"'},
         )
-
-
-def _status(exc: ScratchpadError) -> int:
-    if isinstance(exc, PadNotFoundError):
-        return 404
-    if isinstance(exc, InvalidInputError):
-        return 400
-    if isinstance(exc, PadClosedError):
-        return 409
-    return 500
 
 
 def _describe(problem: dict[str, Any]) -> str:

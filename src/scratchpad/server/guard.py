@@ -5,12 +5,15 @@ preflights are answered by the CORS middleware outside this one.)"""
 
 from __future__ import annotations
 
+from urllib.parse import quote, unquote
+
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scratchpad.server.auth import authorized
 
 OPEN_PATHS = frozenset({"/healthz"})
+NAMED_PATHS = "/v1/pads/"  # below it, a path segment is a pad name that may hold '/'
 
 
 class Guard:
@@ -36,7 +39,9 @@ class Guard:
         if path not in OPEN_PATHS:
             header = headers.get(b"authorization", b"").decode("latin-1")
             if not authorized(header, self.api_key):
-                return error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'")
+                refusal = error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'")
+                refusal.headers["www-authenticate"] = 'Bearer realm="scratchpad"'
+                return refusal
         length = headers.get(b"content-length", b"").decode("latin-1")
         if length.isdigit() and int(length) > self.limit:
             return self._too_large(length)
@@ -72,5 +77,32 @@ class Guard:
         return error(413, f"request body of {length} bytes is over the {self.limit}-byte limit")
 
 
-def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def error(status: int, message: str, kind: str | None = None) -> JSONResponse:
+    """The one shape of every error answer: ``{"error": message, "type": error class}``."""
+    body = {"error": message} if kind is None else {"error": message, "type": kind}
+    return JSONResponse(body, status_code=status)
+
+
+class EncodedNames:
+    """Pad names may hold '/' ('data/analysis'): clients send it as %2F, and routing must not
+    split there. Below ``/v1/pads/`` the path is rebuilt from the raw one with each segment
+    decoded except '/' and '%' (left as %2F, %25): route parameters then hold one segment,
+    and :func:`segment_name` decodes it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = scope.get("raw_path")
+        if scope["type"] == "http" and raw and scope["path"].startswith(NAMED_PATHS):
+            raw_path = raw.decode("latin-1").split("?", 1)[0]
+            segments = [
+                quote(unquote(part, errors="replace"), safe="") for part in raw_path.split("/")
+            ]
+            scope = {**scope, "path": "/".join(segments)}
+        await self.app(scope, receive, send)
+
+
+def segment_name(segment: str) -> str:
+    """A pad name from a path segment left encoded by :class:`EncodedNames`."""
+    return unquote(segment)

@@ -3,6 +3,7 @@ recorded in ``<home>/server.json`` while it runs (one server per home)."""
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import os
 import socket
@@ -23,7 +24,8 @@ from scratchpad.server.state import (
     write_record,
 )
 
-SHUTDOWN_GRACE_S = 5  # open streams (a running cell) get this long before pads are closed
+SHUTDOWN_GRACE_S = 5  # running cells get this long to finish before their pads are closed
+STOPPED = "the server stopped"
 
 
 def is_loopback(host: str) -> bool:
@@ -117,6 +119,28 @@ async def _serve_locked(host: str, sock: socket.socket, settings: Settings) -> N
                 lifespan="on",
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
             )
-            await uvicorn.Server(config).serve(sockets=[sock])
+            await PadServer(config, manager).serve(sockets=[sock])
     finally:
         clear_record(settings, pid)
+
+
+class PadServer(uvicorn.Server):
+    """uvicorn, stopping the pads first: no new connections, running cells get
+    ``SHUTDOWN_GRACE_S`` to finish, then every pad is closed, so each open stream ends with
+    its cell's final frame (saying the server stopped) before the connections are closed."""
+
+    def __init__(self, config: uvicorn.Config, manager: ScratchpadManager) -> None:
+        super().__init__(config)
+        self.manager = manager
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SHUTDOWN_GRACE_S
+        while any(self.manager.get(name).busy for name in self.manager.names()):
+            if loop.time() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        await self.manager.close_all(reason=STOPPED)
+        await super().shutdown(sockets)

@@ -6,6 +6,9 @@ cell runs to its end and is recorded whatever the client does. While the client 
 than ``BACKLOG_BYTES``, progress/output/display frames are dropped (the final cell carries the
 whole output); the cell or error frame is always sent. A comment line every ``PING_S`` seconds
 of silence keeps proxies and client read timeouts from cutting a quiet, long cell.
+
+A client that goes away before the final frame is noticed at once (the ASGI ``receive``
+channel says so) and ``on_disconnect`` runs: the caller decides what happens to the cell.
 """
 
 from __future__ import annotations
@@ -13,15 +16,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from scratchpad.text import clean_text
+
 PING_S = 15.0
 BACKLOG_BYTES = 8 * 1024 * 1024
 PING = b": ping\n\n"
+GONE = b""  # queued by the disconnect watcher: stop sending
 FINAL_TYPES = frozenset({"cell", "error"})
 
 log = logging.getLogger(__name__)
@@ -31,11 +37,19 @@ _running: set[asyncio.Task[None]] = set()  # producers outlive a client that wen
 class EventStream(Response):
     """A stream of frames (a Response, so FastAPI passes it through untouched)."""
 
-    def __init__(self, frames: AsyncIterator[dict[str, Any]], *, ping_s: float = PING_S) -> None:
+    def __init__(
+        self,
+        frames: AsyncIterator[dict[str, Any]],
+        *,
+        ping_s: float = PING_S,
+        on_disconnect: Callable[[], None] | None = None,
+    ) -> None:
         # Not Response.__init__: it would add a content-length. no-store: nothing may cache a
         # cell; x-accel-buffering: proxies must not hold frames back.
         self.frames = frames
         self.ping_s = ping_s
+        self.on_disconnect = on_disconnect
+        self._final_queued = False
         self.status_code = 200
         self.background = None
         self.raw_headers = [
@@ -51,10 +65,24 @@ class EventStream(Response):
         producer = asyncio.create_task(self._produce())
         _running.add(producer)
         producer.add_done_callback(_running.discard)
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        while (data := await self._next()) is not None:
-            await send({"type": "http.response.body", "body": data, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        watcher = asyncio.create_task(self._watch(receive))
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            while (data := await self._next()) is not None:
+                if data is GONE:
+                    return
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            watcher.cancel()
+
+    async def _watch(self, receive: Receive) -> None:
+        """Wait for the client to go away; before the final frame, that ends the stream."""
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self._queue.put_nowait(GONE)
+        if self.on_disconnect is not None and not self._final_queued:
+            self.on_disconnect()
 
     async def _next(self) -> bytes | None:
         try:
@@ -62,7 +90,7 @@ class EventStream(Response):
                 data = await self._queue.get()
         except TimeoutError:
             return PING
-        if data is not None:
+        if data:
             self._backlog -= len(data)
         return data
 
@@ -70,13 +98,16 @@ class EventStream(Response):
         try:
             async for message in self.frames:
                 data = encode(message)
-                if self._backlog > BACKLOG_BYTES and message.get("type") not in FINAL_TYPES:
+                final = message.get("type") in FINAL_TYPES
+                if self._backlog > BACKLOG_BYTES and not final:
                     self._dropped += 1
                     continue
+                self._final_queued = self._final_queued or final
                 self._backlog += len(data)
                 self._queue.put_nowait(data)
         except Exception:  # the frames generator reports pad errors itself; this is a bug
             log.exception("an execute-stream producer failed")
+            self._final_queued = True
             self._queue.put_nowait(encode({"type": "error", "error": "internal server error"}))
         finally:
             if self._dropped:
@@ -85,4 +116,11 @@ class EventStream(Response):
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(message, ensure_ascii=False).encode() + b"\n\n"
+    """One frame; text that cannot be UTF-8 (a lone surrogate that slipped past the core's
+    cleaning) becomes U+FFFD rather than breaking the stream."""
+    text = json.dumps(message, ensure_ascii=False)
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        data = clean_text(text).encode()
+    return b"data: " + data + b"\n\n"

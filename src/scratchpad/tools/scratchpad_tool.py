@@ -38,6 +38,10 @@ INPUT_SCHEMA: dict[str, Any] = {
             "type": "number",
             "description": "Your estimate; timeouts follow it (about twice as long).",
         },
+        "timeout_s": {
+            "type": "number",
+            "description": "A hard limit in seconds for this cell (exec); it may be short.",
+        },
         "confirm_new_scratchpad": {
             "type": "boolean",
             "description": "Set true to start a second pad name in this session on purpose.",
@@ -66,7 +70,7 @@ def scratchpad_tool(manager: ScratchpadManager) -> ToolDef:
 
 async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, Any]) -> Any:
     action = tool_input.get("action", "exec")
-    name = validate_pad_name(tool_input.get("name") or "main")
+    name = validate_pad_name(tool_input.get("name", "main"))
     manager = context.manager
     if action == "exec":
         return await _exec(context, name, tool_input)
@@ -103,13 +107,15 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
         await pad.install_packages(packages)
     description = str(tool_input.get("one_line_description") or "")
     estimate = tool_input.get("estimated_execution_time_seconds") or 0
+    timeout_s = tool_input.get("timeout_s")
     context.emit("scratchpad_call", pad=name, code=code, description=description)
     context.notify("before_cell", name, _preview(code, description))
     try:
         cell = await pad.execute(
             code,
             description=description,
-            estimated_seconds=float(estimate),
+            estimated_seconds=estimate,
+            timeout_s=timeout_s,
             on_event=lambda item: _forward(context, item),
         )
     except BaseException as exc:  # observers and subscribers always see the cell end

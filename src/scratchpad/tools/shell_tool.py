@@ -10,72 +10,17 @@ ends with the exit code (or the timeout, when ``sh`` itself was still running).
 
 from __future__ import annotations
 
-import asyncio
-import codecs
-import os
-import signal
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from scratchpad.errors import InvalidInputError
+from scratchpad.runtime.procgroup import RunResult, run
 from scratchpad.tools.base import ToolDef, ToolOutcome
 
 NAME = "shell"
 KILL_GRACE_S = 1.0
-DRAIN_AFTER_STOP_S = 1.0
-POLL_S = 0.02
 
-
-@dataclass(frozen=True, slots=True)
-class ShellResult:
-    output: str
-    returncode: int | None
-    timed_out: bool
-
-
-class CappedText:
-    """Keeps the first and last ``cap // 2`` characters of a stream, and counts the rest."""
-
-    def __init__(self, cap: int) -> None:
-        self.half = max(1, cap // 2)
-        self.head = ""
-        self.tail = ""
-        self.total = 0
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def feed(self, data: bytes, *, final: bool = False) -> None:
-        text = self._decoder.decode(data, final=final)
-        self.total += len(text)
-        room = self.half - len(self.head)
-        if room > 0:
-            self.head, text = self.head + text[:room], text[room:]
-        if text:
-            self.tail = (self.tail + text)[-self.half :]
-
-    def text(self) -> str:
-        omitted = self.total - len(self.head) - len(self.tail)
-        if omitted <= 0:
-            return self.head + self.tail
-        return f"{self.head}\n[... {omitted} characters omitted ...]\n{self.tail}"
-
-
-class _Pipe(asyncio.SubprocessProtocol):
-    """Feeds the command's output to ``output``; says when ``sh`` exited and the pipe closed."""
-
-    def __init__(self, output: CappedText) -> None:
-        self.output = output
-        self.exited = asyncio.Event()
-        self.closed = asyncio.Event()
-
-    def pipe_data_received(self, fd: int, data: bytes | bytearray) -> None:
-        self.output.feed(bytes(data))
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self.closed.set()
-
-    def process_exited(self) -> None:
-        self.exited.set()
+ShellResult = RunResult
 
 
 async def run_shell(
@@ -87,69 +32,13 @@ async def run_shell(
     group (background children) is stopped, what was already written is read, and the pipe
     is closed even if a process outside the group still holds it.
     """
-    output = CappedText(output_cap_chars)
-    transport, pipe = await asyncio.get_running_loop().subprocess_exec(
-        lambda: _Pipe(output),
-        "/bin/sh",
-        "-c",
-        command,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+    return await run(
+        ["/bin/sh", "-c", command],
+        timeout=timeout_s,
         cwd=cwd,
-        start_new_session=True,
+        output_cap_chars=output_cap_chars,
+        grace=KILL_GRACE_S,
     )
-    try:
-        try:
-            timed_out = not await _within(pipe.exited, timeout_s)
-        finally:  # always, also when the call is cancelled
-            await _stop_group(transport.get_pid(), pipe.exited)
-        await _within(pipe.closed, DRAIN_AFTER_STOP_S)
-    finally:
-        transport.close()
-    output.feed(b"", final=True)
-    return ShellResult(output.text(), transport.get_returncode(), timed_out)
-
-
-async def _within(event: asyncio.Event, timeout_s: float) -> bool:
-    """Whether ``event`` is set within ``timeout_s`` seconds."""
-    try:
-        await asyncio.wait_for(event.wait(), timeout_s)
-    except TimeoutError:
-        return False
-    return True
-
-
-async def _stop_group(pgid: int, exited: asyncio.Event) -> None:
-    """SIGTERM to the command's process group, SIGKILL to what is left after a grace period
-    (at once if this wait is cancelled); then wait for ``sh`` to be reaped."""
-    if _signal_group(pgid, signal.SIGTERM):
-        try:
-            await _group_gone(pgid, KILL_GRACE_S)
-        finally:
-            _signal_group(pgid, signal.SIGKILL)
-    await _within(exited, KILL_GRACE_S)
-
-
-async def _group_gone(pgid: int, timeout_s: float) -> bool:
-    """Whether no process of the group is left within ``timeout_s`` (a zombie counts as
-    left: an orphan is reaped by init, if ever, so this may wait the whole time)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while _signal_group(pgid, 0):
-        if loop.time() >= deadline:
-            return False
-        await asyncio.sleep(POLL_S)
-    return True
-
-
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Send ``sig`` to the group; False when no process is left in it."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def shell_tool(

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scratchpad.config import Settings
-from scratchpad.errors import ConfigError
+from scratchpad.errors import ConfigError, InvalidInputError
 from scratchpad.llm.provider import Provider
 
+if TYPE_CHECKING:
+    from scratchpad.runtime.base import PadLLM
+
 PROVIDERS = ("anthropic", "openai", "openai-compatible")
+KEY_VARIABLES = {
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "openai-compatible": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+}
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
@@ -34,3 +44,23 @@ def create_provider(spec: str | None = None, *, settings: Settings | None = None
 
     compatible = provider == "openai-compatible"
     return OpenAIProvider(model, compatible=compatible, timeout_s=timeout, retry_budget_s=budget)
+
+
+def pad_llm_environment(llm: PadLLM) -> dict[str, str]:
+    """The environment variables that make ``get_llm()`` in a pad use ``llm`` (empty fields
+    leave the server's own settings in place)."""
+    if not llm.provider:
+        return {}
+    if llm.provider not in PROVIDERS:
+        raise InvalidInputError(
+            f"coding_provider {llm.provider!r} is not one of {', '.join(PROVIDERS)}"
+        )
+    key_variable, url_variable = KEY_VARIABLES[llm.provider]
+    env: dict[str, str] = {}
+    if llm.model:
+        env["SCRATCHPAD_MODEL"] = f"{llm.provider}:{llm.model}"
+    if llm.api_key:
+        env[key_variable] = llm.api_key
+    if llm.base_url:
+        env[url_variable] = llm.base_url
+    return env

@@ -6,7 +6,8 @@ the kernel's stdout, so nothing user code prints can be mistaken for a frame.
 
 Messages, parent → kernel::
 
-    {"type": "execute", "code": str}
+    {"type": "execute", "code": str, "id": str}
+    {"type": "set_env", "env": {name: str | None}}   None removes the variable
     {"type": "refresh_imports"}             after packages were installed into the venv
     {"type": "which_installed", "names": [str]}
     {"type": "shutdown"}
@@ -14,6 +15,8 @@ Messages, parent → kernel::
 kernel → parent::
 
     {"type": "ready", "pid": int, "python": "3.11.7"}
+    {"type": "started", "id": str}          the cell runs: from now on SIGINT interrupts it
+    {"type": "heartbeat"}                   every few seconds while a cell runs (own thread)
     {"type": "progress", "message": str}
     {"type": "display", "data": {mime: data}}
     {"type": "done", "status": "ok"|"error"|"interrupted", "result": str|None, "error": str|None}

@@ -4,6 +4,12 @@ Standard library only, started by file path (``python worker.py CTRL_IN CTRL_OUT
 nothing of the scratchpad package is imported at boot. Control messages travel as frames on the
 two pipes given on the command line (see protocol.py); fd 1 and fd 2 are plain pipes the parent
 reads itself, so whatever user code prints can never desync the protocol.
+
+While a cell runs, a thread of its own sends a heartbeat every ``heartbeat_s``: a quiet cell is
+alive as long as they come; none means the process is stopped or C code holds the GIL. At
+boot the kernel asks Linux to kill it when its parent dies (no orphan outlives a crashed
+server) and makes itself a child subreaper, so descendants that leave its process group stay
+below it where the parent can find them.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import builtins  # noqa: E402
 import faulthandler  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
+import time  # noqa: E402
 import types  # noqa: E402
 
 PRIVATE_MODULES = {
@@ -47,6 +54,10 @@ PRIVATE_MODULES = {
 BRIDGE_FUNCTIONS = ("get_llm", "agentic_loop", "web_search")
 CO_COROUTINE = 0x80
 RESULT_CAP = 100_000
+MESSAGE_CAP = 4_000  # characters of one progress() message
+DEFAULT_HEARTBEAT_S = 2.0
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 
 
 class _PrivateFinder:
@@ -91,6 +102,7 @@ class Kernel:
         self.main_thread = _thread.get_ident()
         self.main_sending = False
         self.deferred_interrupt = False
+        self.busy = False  # from an execute request until its reply: heartbeats flow
         self.in_cell = False
         self.interrupted = False
         self.count = 0
@@ -124,8 +136,8 @@ class Kernel:
             raise KeyboardInterrupt
 
     def progress(self, message: object = "") -> None:
-        """Report progress to the caller; it also resets the cell's inactivity timer."""
-        self.send({"type": "progress", "message": str(message)})
+        """Report progress to the caller (long messages keep their head and tail)."""
+        self.send({"type": "progress", "message": cut_text(str(message), MESSAGE_CAP)})
 
     def display(self, *objects: object) -> None:
         """Show rich output (images, HTML, ...) for each object, like Jupyter's display()."""
@@ -150,6 +162,16 @@ class Kernel:
             return
         raise KeyboardInterrupt
 
+    def heartbeat(self, interval: float) -> None:
+        """The heartbeat thread: a frame every ``interval`` seconds while a cell runs."""
+        while True:
+            time.sleep(interval)
+            if self.busy:
+                try:
+                    self.send({"type": "heartbeat"})
+                except OSError:
+                    return  # the parent went away; the main loop will notice too
+
     def serve(self) -> None:
         self.send({"type": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
         while True:
@@ -158,30 +180,39 @@ class Kernel:
                 return
             kind = message.get("type")
             if kind == "execute":
-                try:
-                    reply = self.run_cell(str(message.get("code", "")))
-                except KeyboardInterrupt:  # landed in our own bookkeeping
-                    reply = {
-                        "type": "done",
-                        "status": "interrupted",
-                        "result": None,
-                        "error": "KeyboardInterrupt",
-                    }
-                self.finish_cell()
-                self.send(reply)
+                self.execute(str(message.get("code", "")), str(message.get("id", "")))
             elif kind == "which_installed":
                 self.send({"type": "installed", "names": which_installed(message.get("names"))})
             elif kind == "refresh_imports":
                 refresh_imports()
                 self.send({"type": "ack"})
+            elif kind == "set_env":
+                set_environ(message.get("env"))
+                self.send({"type": "ack"})
 
-    def run_cell(self, code: str) -> dict[str, object]:
+    def execute(self, code: str, cell_id: str) -> None:
+        self.busy = True
+        try:
+            reply = self.run_cell(code, cell_id)
+        except KeyboardInterrupt:  # landed in our own bookkeeping
+            reply = {
+                "type": "done",
+                "status": "interrupted",
+                "result": None,
+                "error": "KeyboardInterrupt",
+            }
+        self.finish_cell()
+        self.busy = False
+        self.send(reply)
+
+    def run_cell(self, code: str, cell_id: str) -> dict[str, object]:
         self.count += 1
         filename = f"<cell {self.count}>"
         status, result, error = "ok", None, None
         try:
             self.interrupted = self.deferred_interrupt = False
-            self.in_cell = True
+            self.in_cell = True  # before "started": the parent interrupts only after it
+            self.send({"type": "started", "id": cell_id})
             body, last = compile_cell(code, filename)
             if body is not None:
                 self.run_code(body)
@@ -277,11 +308,26 @@ def format_result(value: object) -> str:
         text = repr(value)
     except Exception as exc:
         text = f"<repr of {type(value).__name__} failed: {exc!r}>"
-    if len(text) > RESULT_CAP:
-        half = RESULT_CAP // 2
-        omitted = len(text) - RESULT_CAP
-        text = f"{text[:half]}\n[... {omitted} characters omitted ...]\n{text[-half:]}"
-    return text
+    return cut_text(text, RESULT_CAP)
+
+
+def cut_text(text: str, cap: int) -> str:
+    """``text`` with its middle replaced by a note when it is longer than ``cap``."""
+    if len(text) <= cap:
+        return text
+    half = cap // 2
+    return f"{text[:half]}\n[... {len(text) - cap} characters omitted ...]\n{text[-half:]}"
+
+
+def set_environ(changes: object) -> None:
+    """Apply ``{name: value}`` to os.environ; a None value removes the variable."""
+    if not isinstance(changes, dict):
+        return
+    for name, value in changes.items():
+        if value is None:
+            os.environ.pop(str(name), None)
+        else:
+            os.environ[str(name)] = str(value)
 
 
 def format_exception(exc: BaseException) -> str:
@@ -359,8 +405,30 @@ def configure_process(config: dict[str, Any]) -> None:
     sys.meta_path.append(_PrivateFinder)
 
 
-def _close_channel(*fds: int) -> None:
-    """In a forked child (multiprocessing): let go of the channel, so the parent sees EOF."""
+def guard_process(parent_pid: object) -> None:
+    """Die with the parent (even a SIGKILLed one) and keep orphaned descendants below us.
+
+    Linux only (prctl through ctypes); elsewhere the parent's own cleanup has to do.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(_signal.SIGKILL), 0, 0, 0)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (ImportError, OSError, AttributeError):
+        return
+    if isinstance(parent_pid, int) and os.getppid() != parent_pid:
+        os._exit(1)  # the parent died before the death signal was armed
+
+
+def _after_fork_in_child(kernel: Kernel, *fds: int) -> None:
+    """In a forked child (multiprocessing): let go of the channel, so the parent sees EOF,
+    and never wait on a lock the (absent) heartbeat thread held at fork time."""
+    kernel.send_lock = _thread.allocate_lock()
+    kernel.busy = False
     for fd in fds:
         try:  # noqa: SIM105 - contextlib is not worth importing at boot
             os.close(fd)
@@ -371,16 +439,19 @@ def _close_channel(*fds: int) -> None:
 def main(argv: list[str]) -> int:
     ctrl_in, ctrl_out = int(argv[1]), int(argv[2])
     config = json.loads(argv[3]) if len(argv) > 3 else {}
+    guard_process(config.get("parent_pid"))
     for fd in (ctrl_in, ctrl_out):
         os.set_inheritable(fd, False)  # children of user code must not hold the channel open
-    os.register_at_fork(after_in_child=lambda: _close_channel(ctrl_in, ctrl_out))
     kernel = Kernel(ctrl_in, ctrl_out)
+    os.register_at_fork(after_in_child=lambda: _after_fork_in_child(kernel, ctrl_in, ctrl_out))
     sys.modules["_scratchpad_kernel"] = sys.modules[__name__]
     sys.modules["__main__"] = kernel.user_module
     global KERNEL
     KERNEL = kernel
     configure_process(config)
     _signal.signal(_signal.SIGINT, kernel.on_sigint)
+    interval = float(config.get("heartbeat_s") or DEFAULT_HEARTBEAT_S)
+    _thread.start_new_thread(kernel.heartbeat, (interval,))
     try:
         kernel.serve()
     except (BrokenPipeError, protocol.ProtocolError):

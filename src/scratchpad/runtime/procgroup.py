@@ -1,0 +1,443 @@
+"""The one process-group runner: spawn a child as the leader of its own session, stop it with
+the ladder (interrupt → grace → SIGTERM → grace → SIGKILL), reap it; and :func:`run` for
+helper programs (uv, the shell tool) whose capped output is kept even when they time out.
+
+Modelled on jupyter_client's local provisioner: a signal to the group reaches everything the
+child started in it. Descendants that left the group (``setsid()``, ``setpgid()``) are found
+through the process tree and killed first, while the leader is still alive: a kernel makes
+itself a child subreaper, so even their orphans stay below it until then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+KILL_WAIT_S = 5.0  # how long a SIGKILLed process may take to be reaped
+STRAY_ROUNDS = 5  # passes over the tree: each kill may hand orphans up to the leader
+POLL_S = 0.02
+
+Pipe = int | IO[Any] | None
+
+
+class ProcessGroup:
+    """A child leading its own process group. Create with :meth:`spawn`; end with :meth:`stop`
+    (or :meth:`kill_now` where nothing may be awaited)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.killed_by_us = False
+        self._oom_kills_at_start = cgroup_oom_kills()
+        self._pidfd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):  # Linux ≥ 5.3
+            self._pidfd = os.pidfd_open(proc.pid)
+        self._exited: asyncio.Future[None] | None = None
+
+    @classmethod
+    def spawn(
+        cls,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        stdin: Pipe = subprocess.DEVNULL,
+        stdout: Pipe = None,
+        stderr: Pipe = None,
+        pass_fds: Sequence[int] = (),
+    ) -> ProcessGroup:
+        """Start ``argv`` in a new session (so it leads a new process group); OSError when it
+        cannot be started."""
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            pass_fds=tuple(pass_fds),
+            start_new_session=True,
+            cwd=cwd,
+            env=env,
+        )
+        return cls(proc)
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once reaped (negative: killed by that signal); None while it runs."""
+        return self.proc.poll()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def oom_killed(self) -> bool:
+        """Whether the OOM killer acted in this process's cgroup since it started."""
+        now = cgroup_oom_kills()
+        start = self._oom_kills_at_start
+        return now is not None and start is not None and now > start
+
+    # -- signals ----------------------------------------------------------------------------
+    def send_signal(self, sig: int) -> bool:
+        """Send ``sig`` to the whole group; False when nothing of the group is left."""
+        if sig == signal.SIGKILL:
+            self.killed_by_us = True
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def kill_now(self) -> None:
+        """SIGKILL to strays, the group and the leader, without waiting (atexit, cancel)."""
+        if self.alive:
+            for pid in descendants(self.pid):
+                _kill(pid, signal.SIGKILL)
+        self.send_signal(signal.SIGKILL)
+
+    # -- waiting ----------------------------------------------------------------------------
+    async def wait(self, timeout: float) -> int | None:
+        """Reap the leader; its return code, or None if it still runs after ``timeout``."""
+        code = self.proc.poll()
+        if code is not None or timeout <= 0:
+            return code
+        if self._pidfd is None:
+            return await self._poll_exit(timeout)
+        exited = self._exit_future()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(exited)
+        return self.proc.poll()
+
+    def _exit_future(self) -> asyncio.Future[None]:
+        """Resolved when the pidfd says the leader exited (one reader for every waiter)."""
+        if self._exited is None:
+            loop = asyncio.get_running_loop()
+            self._exited = loop.create_future()
+            pidfd = self._pidfd
+            assert pidfd is not None
+
+            def on_exit() -> None:
+                loop.remove_reader(pidfd)
+                if self._exited is not None and not self._exited.done():
+                    self._exited.set_result(None)
+
+            loop.add_reader(pidfd, on_exit)
+        return self._exited
+
+    async def _poll_exit(self, timeout: float) -> int | None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        delay = 0.0005
+        while (code := self.proc.poll()) is None:
+            if loop.time() >= deadline:
+                return None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return code
+
+    # -- the ladder -------------------------------------------------------------------------
+    async def stop(
+        self,
+        grace: float,
+        *,
+        first: signal.Signals = signal.SIGINT,
+        ask: Callable[[], bool] | None = None,
+    ) -> int | None:
+        """Stop everything of the child; its return code.
+
+        Strays (descendants outside the group) die first, while the leader still holds them;
+        then ``ask()`` (a polite request; True if it was sent) and ``grace`` to exit, then
+        ``first`` → grace → SIGTERM → grace → SIGKILL of the group; last, what is left of
+        the group gets SIGTERM and, after ``grace``, SIGKILL. A cancelled stop kills at once.
+        """
+        try:
+            if self.alive:
+                await self._kill_strays()
+            code = self.proc.poll()
+            if code is None and ask is not None and ask():
+                code = await self.wait(grace)
+            for sig in (first, signal.SIGTERM):
+                if code is not None:
+                    break
+                self.send_signal(sig)
+                code = await self.wait(grace)
+            if code is None:
+                self.send_signal(signal.SIGKILL)
+                code = await self.wait(KILL_WAIT_S)
+            await self._end_group(grace)
+            return code
+        except asyncio.CancelledError:
+            self.kill_now()
+            raise
+
+    async def _kill_strays(self) -> None:
+        """SIGKILL the live descendants that left the group (theirs reparent to the leader,
+        so the next pass finds them)."""
+        for _ in range(STRAY_ROUNDS):
+            strays = [pid for pid in await descendants_async(self.pid) if _is_stray(pid, self.pid)]
+            if not strays:
+                return
+            for pid in strays:
+                _kill(pid, signal.SIGKILL)
+
+    async def _end_group(self, grace: float) -> None:
+        """What is left of the group after the leader: SIGTERM, then SIGKILL after grace."""
+        if not self.send_signal(signal.SIGTERM):
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while loop.time() < deadline:
+            await asyncio.sleep(POLL_S)
+            if not self.send_signal(0):
+                return
+        self.send_signal(signal.SIGKILL)
+
+    def close(self) -> None:
+        """Release the pidfd (the process itself is the caller's to stop first)."""
+        if self._pidfd is not None:
+            if self._exited is not None and not self._exited.done():
+                with contextlib.suppress(RuntimeError, ValueError):
+                    asyncio.get_running_loop().remove_reader(self._pidfd)
+                self._exited.cancel()
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
+
+
+# -- the process tree ------------------------------------------------------------------------
+def descendants(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (zombies included), read from /proc."""
+    if _HAS_CHILDREN_FILES:
+        return _walk(pid, _children_from_task_files)
+    table = _process_table()
+    return _walk(pid, lambda parent: table.get(parent, []))
+
+
+async def descendants_async(pid: int) -> list[int]:
+    """:func:`descendants` off the event loop. Without per-task children files every lookup
+    needs a scan of /proc, so concurrent callers (every pad stopping at shutdown) share one."""
+    if _HAS_CHILDREN_FILES:
+        return await asyncio.to_thread(descendants, pid)
+    table = await _shared_scan()
+    return _walk(pid, lambda parent: table.get(parent, []))
+
+
+_scans: dict[asyncio.AbstractEventLoop, asyncio.Future[dict[int, list[int]]]] = {}
+
+
+async def _shared_scan() -> dict[int, list[int]]:
+    loop = asyncio.get_running_loop()
+    scan = _scans.get(loop)
+    if scan is None or scan.done():
+        scan = _scans[loop] = asyncio.ensure_future(asyncio.to_thread(_process_table))
+        scan.add_done_callback(
+            lambda done: _scans.pop(loop, None) if _scans.get(loop) is done else None
+        )
+    return await asyncio.shield(scan)
+
+
+def _walk(pid: int, children: Callable[[int], list[int]]) -> list[int]:
+    found: list[int] = []
+    seen = {pid}
+    frontier = [pid]
+    while frontier:
+        for child in children(frontier.pop()):
+            if child not in seen:
+                seen.add(child)
+                found.append(child)
+                frontier.append(child)
+    return found
+
+
+_HAS_CHILDREN_FILES = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
+
+
+def _children_from_task_files(pid: int) -> list[int]:
+    children: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.scandir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                text = Path(task.path, "children").read_text()
+                children.extend(int(part) for part in text.split())
+    return children
+
+
+def _process_table() -> dict[int, list[int]]:
+    """Parent pid → child pids of every process this user can see."""
+    table: dict[int, list[int]] = {}
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            stat = _stat_fields(int(entry.name))
+            if stat is not None:
+                table.setdefault(int(stat[1]), []).append(int(entry.name))
+    return table
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """Fields of /proc/PID/stat after the command name: state, ppid, pgrp, ..."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _is_stray(pid: int, group: int) -> bool:
+    """A live process (not a zombie) outside ``group``."""
+    stat = _stat_fields(pid)
+    return stat is not None and stat[0] != b"Z" and int(stat[2]) != group
+
+
+def _kill(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def cgroup_oom_kills() -> int | None:
+    """How many OOM kills this process's memory cgroup has seen (None where unknown)."""
+    for path, key in _oom_counters():
+        with contextlib.suppress(OSError, ValueError):
+            for line in path.read_text().splitlines():
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+    return None
+
+
+def _oom_counters() -> list[tuple[Path, str]]:
+    """Where the memory cgroup of this process counts OOM kills (cgroup v2, then v1)."""
+    places: list[tuple[Path, str]] = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, group = line.split(":", 2)
+            group = group.lstrip("/")
+            if controllers == "":
+                places.append((Path("/sys/fs/cgroup", group, "memory.events"), "oom_kill"))
+            elif "memory" in controllers.split(","):
+                base = Path("/sys/fs/cgroup/memory", group)
+                places.append((base / "memory.oom_control", "oom_kill"))
+    return places
+
+
+# -- helper programs -------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """How a helper program ended: its combined output (head and tail), its code (None if it
+    had to be stopped and was not reaped), and whether it ran out of time."""
+
+    output: str
+    returncode: int | None
+    timed_out: bool
+
+
+class CappedText:
+    """Keeps the first and last ``cap // 2`` characters of a stream, and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.half = max(1, cap // 2)
+        self.head = ""
+        self.tail = ""
+        self.total = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, data: bytes, *, final: bool = False) -> None:
+        text = self._decoder.decode(data, final=final)
+        self.total += len(text)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head, text = self.head + text[:room], text[room:]
+        if text:
+            self.tail = (self.tail + text)[-self.half :]
+
+    def text(self) -> str:
+        omitted = self.total - len(self.head) - len(self.tail)
+        if omitted <= 0:
+            return self.head + self.tail
+        return f"{self.head}\n[... {omitted} characters omitted ...]\n{self.tail}"
+
+
+async def run(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    output_cap_chars: int = 1 << 20,
+    grace: float = 1.0,
+    first: signal.Signals = signal.SIGTERM,
+) -> RunResult:
+    """Run a helper program with stdin closed, stdout and stderr together.
+
+    It ends when the program exits or ``timeout`` passes; then what is left of its group is
+    stopped (the ladder from ``first``), output already written is read for up to ``grace``
+    more seconds, and the pipe is closed even if a process outside the group still holds it.
+    Never raises for the program's own failure; OSError when it cannot be started.
+    """
+    output = CappedText(output_cap_chars)
+    read_fd, write_fd = os.pipe()
+    try:
+        group = ProcessGroup.spawn(argv, cwd=cwd, env=env, stdout=write_fd, stderr=write_fd)
+    except OSError:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    reader = _PipeReader(read_fd, output)
+    try:
+        try:
+            timed_out = await group.wait(timeout) is None
+        finally:
+            await group.stop(grace, first=first)
+        await reader.closed_within(grace)
+    finally:
+        reader.close()
+        group.close()
+    output.feed(b"", final=True)
+    return RunResult(output.text(), group.returncode, timed_out)
+
+
+class _PipeReader:
+    """Feeds a pipe's bytes to ``output`` from the event loop until end of file."""
+
+    def __init__(self, fd: int, output: CappedText) -> None:
+        self.fd = fd
+        self.output = output
+        self.loop = asyncio.get_running_loop()
+        self.eof = asyncio.Event()
+        os.set_blocking(fd, False)
+        self.loop.add_reader(fd, self._on_readable)
+
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self.fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self.output.feed(data)
+            return
+        self.loop.remove_reader(self.fd)
+        self.eof.set()
+
+    async def closed_within(self, timeout: float) -> bool:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self.eof.wait()
+        return self.eof.is_set()
+
+    def close(self) -> None:
+        with contextlib.suppress(ValueError, RuntimeError):
+            self.loop.remove_reader(self.fd)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
