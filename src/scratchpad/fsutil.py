@@ -24,20 +24,54 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
     ``open()`` would give it (0o666 less the umask), not the temp file's 0o600.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    wanted = mode if mode is not None else _mode_for(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = _write_temp(path, data, mode if mode is not None else _mode_for(path))
     try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), wanted)
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    _fsync_dir(path.parent)
+
+
+def create_exclusive(path: Path, data: bytes, *, mode: int = 0o600) -> bool:
+    """Create ``path`` with ``data`` unless it exists; whether this call created it.
+
+    The whole content is written to a temp file first and then hard-linked to ``path``
+    (``link`` fails when the name exists), so of several processes racing, exactly one
+    wins, and a reader never sees the file empty or half written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _write_temp(path, data, mode)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    _fsync_dir(path.parent)
+    return True
+
+
+def _write_temp(path: Path, data: bytes, mode: int) -> str:
+    """A synced temp file beside ``path`` holding ``data`` with ``mode``; its name."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _fsync_dir(directory: Path) -> None:
+    dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
