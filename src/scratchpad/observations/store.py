@@ -18,6 +18,7 @@ from typing import Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidInputError, ObservationError, ObservationNotFoundError
+from scratchpad.fsutil import private_dir, touch_private
 from scratchpad.observations import reading, references
 from scratchpad.observations.chunks import ChunkSource, prepare
 from scratchpad.observations.connections import ConnectionPool
@@ -64,7 +65,8 @@ class ObservationStore:
         self.path = Path(path) if path is not None else self.settings.observations_path
         self.chunk_bytes = chunk_bytes
         self.grep_block_chars = grep_block_chars
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
+        touch_private(self.path)  # SQLite gives its -wal and -shm files the same mode
         self._pool = ConnectionPool(self.path)
         with self._pool.connection() as connection:
             migrate(connection)

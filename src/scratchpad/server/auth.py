@@ -12,7 +12,7 @@ from pathlib import Path
 
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError
-from scratchpad.fsutil import create_exclusive
+from scratchpad.fsutil import create_exclusive, private_dir
 
 KEY_FILE = "api_key"
 
@@ -29,6 +29,7 @@ def resolve_api_key(settings: Settings) -> str:
     stored = _read_key(path)
     if stored is None:
         key = secrets.token_urlsafe(32)
+        private_dir(settings.home)
         if create_exclusive(path, f"{key}\n".encode(), mode=0o600):
             return key
         stored = _read_key(path)  # another process created it first: its key is the key
