@@ -8,7 +8,6 @@ a concurrent gc can never hand back half an entry.
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import sqlite3
 import time
@@ -29,6 +28,7 @@ from scratchpad.observations.models import (
     ObservationInfo,
     ReadResult,
 )
+from scratchpad.observations.pattern import GrepPattern
 from scratchpad.observations.schema import CHUNK_BYTES, migrate
 from scratchpad.observations.summary import (
     serialized_size,
@@ -272,7 +272,7 @@ class ObservationStore:
         if mode == "lines":
             first, last = line_range(start, end, info.line_count)
             return reading.read_lines(source, info, first, last, cap)
-        compiled = _grep_pattern(pattern)
+        compiled = GrepPattern(pattern, self.settings.observation_grep_timeout_s)
         check_int("context", context, minimum=0, maximum=MAX_CONTEXT_LINES)
         check_int("max_matches", max_matches, minimum=1, maximum=MAX_GREP_MATCHES)
         found = reading.grep(source, compiled, context, max_matches, cap, self.grep_block_chars)
@@ -385,15 +385,6 @@ def _is_inline(connection: sqlite3.Connection, entry_id: str) -> bool:
         "SELECT content IS NOT NULL FROM entries WHERE id = ?", (entry_id,)
     ).fetchone()
     return bool(row and row[0])
-
-
-def _grep_pattern(pattern: str | None) -> re.Pattern[str]:
-    if not isinstance(pattern, str) or not pattern:
-        raise InvalidInputError("grep needs a pattern (a regular expression), e.g. 'ERROR'")
-    try:
-        return re.compile(pattern, re.MULTILINE)
-    except re.error as exc:
-        raise InvalidInputError(f"invalid regular expression {pattern!r}: {exc}") from exc
 
 
 def _storable(text: str) -> str:
