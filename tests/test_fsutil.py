@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from scratchpad.fsutil import atomic_write_bytes, atomic_write_text, current_umask
+from scratchpad.fsutil import (
+    atomic_write_bytes,
+    atomic_write_text,
+    create_exclusive,
+    current_umask,
+)
 
 
 @pytest.fixture
@@ -67,3 +72,11 @@ def test_a_failed_write_leaves_the_old_file(tmp_path: Path) -> None:
         atomic_write_bytes(path, "not bytes")  # type: ignore[arg-type]
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["state.yaml"]
+
+
+def test_create_exclusive_creates_once_and_leaves_no_temp(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "key"
+    assert create_exclusive(path, b"first\n")
+    assert not create_exclusive(path, b"second\n")
+    assert path.read_bytes() == b"first\n" and mode_of(path) == 0o600
+    assert [p.name for p in path.parent.iterdir()] == ["key"]

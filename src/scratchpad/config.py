@@ -74,6 +74,12 @@ class Settings(BaseSettings):
     observation_full_cap_chars: int = Field(
         100_000, ge=1, description="Largest answer of read(mode='full')."
     )
+    observation_grep_timeout_s: float = Field(
+        10.0, gt=0, description="Longest one grep may search before it is refused as too slow."
+    )
+    observation_gc_interval_s: float = Field(
+        600.0, gt=0, description="How often a running server deletes expired observations."
+    )
 
     # Where pads run: here, or on a Scratchpad server.
     backend: Literal["local", "remote"] = Field("local", description="local or remote pads.")

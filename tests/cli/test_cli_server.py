@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -44,14 +45,29 @@ def wait_for_line(process: subprocess.Popen[str], expected: str) -> None:
     assert process.poll() is None  # streamed while the cell still runs
 
 
+def assert_private(home: Path) -> None:
+    """The home is 0700; every state file in it 0600 (a pad's venv is not state)."""
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    state = [p for p in home.iterdir() if p.is_file()] + list(home.glob("pads/*/history.jsonl"))
+    names = {p.name for p in state}
+    assert {"api_key", "server.json", "server.log", "observations.db", "history.jsonl"} <= names
+    modes = {str(p.relative_to(home)): stat.S_IMODE(p.stat().st_mode) for p in state}
+    assert modes == dict.fromkeys(modes, 0o600)
+
+
 def test_two_exec_calls_share_variables_through_a_background_server(hermetic_env: Path) -> None:
-    first = scratchpad("exec", "p", "x = 1")
+    old_umask = os.umask(0o022)  # the server's files must be private whatever the umask
+    try:
+        first = scratchpad("exec", "p", "x = 1")
+    finally:
+        os.umask(old_umask)
     assert first.returncode == 0, first.stderr
     second = scratchpad("exec", "p", "print(x)")
     assert second.returncode == 0, second.stderr
     assert second.stdout.splitlines()[0] == "1"
     record = read_record(Settings(home=hermetic_env))
     assert record is not None
+    assert_private(hermetic_env)
     status = scratchpad("server", "status")
     assert status.returncode == 0 and f"pid {record.pid}" in status.stdout
     kernel_pid = int(scratchpad("exec", "p", "import os; os.getpid()").stdout.split("Out: ")[1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from typer.testing import CliRunner
 
 from scratchpad.cli.app import app
@@ -42,3 +43,12 @@ def test_bad_input_is_a_clear_error() -> None:
     assert bad_mode.exit_code == 2 and "mode must be one of" in bad_mode.stderr
     bad_regex = runner.invoke(app, ["obs", "read", entry, "--mode", "grep", "--pattern", "("])
     assert bad_regex.exit_code == 2 and "invalid regular expression" in bad_regex.stderr
+
+
+def test_a_too_slow_grep_pattern_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCRATCHPAD_OBSERVATION_GREP_TIMEOUT_S", "0.2")
+    with ObservationStore() as store:
+        entry = store.put("a" * 30 + "!\n", turn_id="t")
+    slow = runner.invoke(app, ["obs", "read", entry, "--mode", "grep", "--pattern", "(a|a)+$"])
+    assert slow.exit_code == 2
+    assert "grep stopped after 0.2s" in slow.stderr and "Simplify it" in slow.stderr

@@ -171,8 +171,9 @@ def test_a_raising_cycle_keeps_the_state_and_logs_the_traceback(tmp_path: Path) 
     assert result.outcome == "failed" and result.iterations == 2
     assert result.error == "RuntimeError: provider exploded"
     after = load_yaml(paths.after(cycle))
-    expected = dict(start, notes=f"Cycle {cycle} failed: RuntimeError: provider exploded")
-    assert after == expected  # the before-state, with only the notes changed
+    failure = f"Cycle {cycle} failed: RuntimeError: provider exploded"
+    expected = dict(start, notes=f"old notes\n{failure}")
+    assert after == expected  # the before-state, with the failure appended to its notes
     active = load_yaml(paths.active)
     assert active == dict(expected, last_updated=active["last_updated"])
     assert active["last_updated"] is not None
@@ -180,6 +181,28 @@ def test_a_raising_cycle_keeps_the_state_and_logs_the_traceback(tmp_path: Path) 
     assert "Traceback (most recent call last)" in log
     assert "RuntimeError: provider exploded" in log
     assert read_records(paths.cycles_log)[-1].error == "RuntimeError: provider exploded"
+
+
+def test_a_failed_cycle_appends_to_notes_over_the_cap_and_archives_the_oldest(
+    tmp_path: Path,
+) -> None:
+    paths = AgentPaths.of(tmp_path)
+    start = default_state()
+    old = "\n".join(f"note {n:04d} " + "." * 90 for n in range(80))  # 8000 characters
+    start.update(notes=old)
+    paths.scratch.mkdir()
+    paths.active.write_text(dump_state(start))
+    config = AgentConfig(notes_cap_chars=8000, tools=ToolsConfig(pads=False))
+    agent, _ = make_agent(tmp_path, [RuntimeError("boom")], config=config)
+    result = agent.run()
+    assert result.outcome == "failed"
+    notes = load_state(paths.active)["notes"]
+    assert notes.endswith(f"\nCycle {result.cycle_id} failed: RuntimeError: boom")
+    assert notes.startswith("[ARCHIVED]") and len(notes) <= 8000
+    assert "note 0079" in notes  # the newest notes stay
+    archived = (paths.archive / f"{result.cycle_id}.md").read_text()
+    assert "note 0000" in archived and "note 0000" not in notes  # the oldest moved, not lost
+    assert load_yaml(paths.after(result.cycle_id))["notes"] == notes
 
 
 def test_a_model_that_runs_out_fails_the_cycle(tmp_path: Path) -> None:
@@ -513,7 +536,7 @@ def test_the_error_in_the_failure_note_is_capped(tmp_path: Path) -> None:
     agent, _ = make_agent(tmp_path, [RuntimeError("x" * 50_000)])
     result = agent.run()
     notes = load_state(agent.paths.active)["notes"]
-    assert notes.startswith(f"Cycle {result.cycle_id} failed: RuntimeError: xxx")
+    assert notes.startswith(f"\nCycle {result.cycle_id} failed: RuntimeError: xxx")
     assert len(notes) < 2200 and "more characters in the cycle's log" in notes
     assert result.error is not None and len(result.error) < 2200
     assert "x" * 50_000 in agent.paths.cycle_log(result.cycle_id).read_text()  # all of it

@@ -6,6 +6,8 @@ import json
 import os
 import signal
 import socket
+import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -114,3 +116,16 @@ def test_the_listening_socket_is_tcp_so_replies_are_not_held_back() -> None:
     taken = listen("127.0.0.1", 0)
     with taken, pytest.raises(ConfigError, match=r"cannot listen on 127\.0\.0\.1"):
         listen("127.0.0.1", taken.getsockname()[1])
+
+
+def test_serve_makes_an_older_home_private(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o755)
+    home.chmod(0o755)
+    sqlite3.connect(home / "observations.db").close()  # an older store, 0644
+    (home / "observations.db").chmod(0o644)
+    with running_server(home, tmp_path, KEY):
+        assert stat.S_IMODE(home.stat().st_mode) == 0o700
+        modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in home.glob("observations.db*")}
+        assert set(modes) == {"observations.db", "observations.db-wal", "observations.db-shm"}
+        assert modes == dict.fromkeys(modes, 0o600)

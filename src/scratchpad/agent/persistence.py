@@ -1,4 +1,5 @@
-"""What a session keeps on disk: its history (atomic JSON) and its episodic log (JSONL)."""
+"""What a session keeps on disk: its history (atomic JSON) and its episodic log (JSONL),
+both private (0600, in 0700 directories it creates)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from scratchpad.errors import ConfigError
-from scratchpad.fsutil import atomic_write_text
+from scratchpad.fsutil import (
+    PRIVATE_FILE_MODE,
+    atomic_write_text,
+    open_private_append,
+    private_dir,
+)
 from scratchpad.llm.messages import Message
 
 Scrub = Callable[[str], str]
@@ -42,7 +48,9 @@ class SessionFiles:
 
     def save_history(self, history: list[Message]) -> None:
         payload = {"saved_at": time.time(), "history": [m.to_dict() for m in history]}
-        atomic_write_text(self.history_path, json.dumps(payload, ensure_ascii=False), mode=0o600)
+        private_dir(self.history_path.parent)
+        text = json.dumps(payload, ensure_ascii=False)
+        atomic_write_text(self.history_path, text, mode=PRIVATE_FILE_MODE)
 
     def log(self, kind: str, **fields: Any) -> None:
         """One episodic line; long inputs and results are cut, everything is scrubbed."""
@@ -52,6 +60,5 @@ class SessionFiles:
             limit = RESULT_CHARS if key == "result" else INPUT_CHARS
             text = self.scrub(text)  # before cutting: a secret must not survive half-cut
             record[key] = text[:limit] + ("…" if len(text) > limit else "")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        with open_private_append(self.log_path) as handle:
+            handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))

@@ -18,6 +18,7 @@ import httpx
 
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, ScratchpadError
+from scratchpad.fsutil import open_private_append
 from scratchpad.server.auth import resolve_api_key
 from scratchpad.server.state import (
     DEFAULT_HOST,
@@ -81,10 +82,9 @@ def stop(settings: Settings) -> ServerRecord | None:
 
 def _start(settings: Settings, port: int) -> ServerRecord:
     log = log_path(settings)
-    log.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)]
     env = {**os.environ, "SCRATCHPAD_HOME": str(settings.home)}
-    with log.open("ab") as output:
+    with open_private_append(log) as output:
         process = subprocess.Popen(
             command,
             env=env,
@@ -158,8 +158,7 @@ def _wait_stopped(settings: Settings, timeout_s: float) -> bool:
 
 @contextlib.contextmanager
 def _home_lock(settings: Settings) -> Iterator[None]:
-    settings.home.mkdir(parents=True, exist_ok=True)
-    with (settings.home / LOCK_FILE).open("a") as handle:
+    with open_private_append(settings.home / LOCK_FILE) as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

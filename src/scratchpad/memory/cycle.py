@@ -5,9 +5,10 @@
 2. wake: read ``active.yaml``, the only read of the cycle (a bad file stops here, unchanged);
 3. write ``<cycle>_before.yaml``: the bytes read, or the default state dumped when missing;
 4. run_cycle: up to ``max_iterations`` steps of prompt → ``model.complete`` → dispatch; if it
-   raises, the after-state is the before-state with ``notes`` set to
-   ``Cycle <id> failed: <error>`` (at most ~2000 characters of it) and the full error and
-   traceback go to ``logs/cycle_<id>.log``;
+   raises, the after-state is the before-state with the line ``Cycle <id> failed: <error>``
+   (at most ~2000 characters of the error) appended to its ``notes``, under the same cap as
+   every note (the oldest notes move to the archive), and the full error and traceback go to
+   ``logs/cycle_<id>.log``;
 5. write ``<cycle>_after.yaml`` (``last_updated`` untouched);
 6. sleep: save ``active.yaml`` with ``last_updated`` stamped (ISO time), so the next cycle's
    ``_before`` is this file. Then the outcome goes to ``logs/cycles.jsonl`` and old
@@ -45,7 +46,13 @@ from scratchpad.memory.journal import CycleLog, CycleRecord, Outcome, append_rec
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.lock import agent_lock
 from scratchpad.memory.models import Model
-from scratchpad.memory.notes import FileArchive, NotesArchive, StoreArchive, enforce_cap
+from scratchpad.memory.notes import (
+    FileArchive,
+    NotesArchive,
+    StoreArchive,
+    append_note,
+    enforce_cap,
+)
 from scratchpad.memory.prompt import build_prompt
 from scratchpad.memory.snapshots import new_cycle_id, prune, write_after, write_before
 from scratchpad.memory.state import ReadState, State, clear_stale_temps, read_state, save_state
@@ -190,12 +197,21 @@ class CycleAgent:
         result = self._run_safely(run)  # 4. run_cycle
         state = run.state
         if result.outcome == "failed":  # the before-state, only the notes say what happened
-            state = copy.deepcopy(read.state)
-            state["notes"] = f"Cycle {cycle_id} failed: {result.error}"
+            state = self._failed_state(read.state, run, result.error)
         write_after(self.paths, cycle_id, state)  # 5. after
         self._sleep(state)  # 6. sleep
         self._finish(result, started, log)
         return result
+
+    def _failed_state(self, before: State, run: CycleRun, error: str | None) -> State:
+        """The before-state with the failure appended to its notes (capped like any note)."""
+        state = copy.deepcopy(before)
+        append_note(state, f"Cycle {run.cycle_id} failed: {error}")
+        try:
+            self._cap_notes(state, self._archive(run.cycle_id), run.log)
+        except Exception as exc:  # the next cycle caps them; the failure must be recorded
+            run.log.write(f"notes could not be archived, kept whole: {type(exc).__name__}: {exc}")
+        return state
 
     def _wake(self, cycle_id: str, started: str, log: CycleLog) -> ReadState:
         try:
@@ -251,7 +267,7 @@ class CycleAgent:
         limit = self.config.max_iterations
         while run.iterations < limit:
             run.iterations += 1
-            self._cap_notes(run, archive)
+            self._cap_notes(run.state, archive, run.log)
             prompt = build_prompt(
                 run.state,
                 cycle_id=run.cycle_id,
@@ -265,9 +281,9 @@ class CycleAgent:
             step = dispatcher.dispatch(reply, run.state)
             run.log.write(f"step {run.iterations}: {step.kind} {step.note or ''}")
             if step.done:
-                self._cap_notes(run, archive)
+                self._cap_notes(run.state, archive, run.log)
                 return CycleResult(run.cycle_id, "done", run.iterations, summary=step.summary)
-        self._cap_notes(run, archive)
+        self._cap_notes(run.state, archive, run.log)
         return CycleResult(run.cycle_id, "max_iterations", run.iterations)
 
     def _archive(self, cycle_id: str) -> NotesArchive:
@@ -280,9 +296,9 @@ class CycleAgent:
             ttl_s=self.config.archive_ttl_s,
         )
 
-    def _cap_notes(self, run: CycleRun, archive: NotesArchive) -> None:
-        if enforce_cap(run.state, self.config.notes_cap_chars, archive):
-            run.log.write("notes were over the cap: the oldest part moved to the archive")
+    def _cap_notes(self, state: State, archive: NotesArchive, log: CycleLog) -> None:
+        if enforce_cap(state, self.config.notes_cap_chars, archive):
+            log.write("notes were over the cap: the oldest part moved to the archive")
 
     def _sleep(self, state: State) -> None:
         stamped = dict(state)

@@ -18,6 +18,7 @@ from typing import Any
 
 from scratchpad.observations.chunks import ChunkSource
 from scratchpad.observations.models import ObservationInfo, ReadMode, ReadResult
+from scratchpad.observations.pattern import GrepPattern
 
 GREP_BLOCK_CHARS = 1 << 20
 LONG_LINE_CHARS = 500  # a shown grep line longer than this is cut around its match
@@ -135,7 +136,7 @@ class GrepResult:
 
 def grep(
     source: ChunkSource,
-    pattern: re.Pattern[str],
+    pattern: GrepPattern,
     context: int,
     max_matches: int,
     max_chars: int,
@@ -145,7 +146,7 @@ def grep(
 
     Blocks of complete lines are searched with the regex engine; when the pattern could match
     across a line break (``[^x]``, ``\\s``, ...) or the text has CRLF endings, each line is
-    searched on its own instead.
+    searched on its own instead. Every search draws on the pattern's time budget.
     """
     state = _GrepState(pattern, context, max_matches, max_chars)
     pending: list[str] = []  # text after the last newline seen
@@ -176,7 +177,7 @@ class _GrepState:
     """Walks complete lines block by block, keeping what context needs across blocks."""
 
     def __init__(
-        self, pattern: re.Pattern[str], context: int, max_matches: int, max_chars: int
+        self, pattern: GrepPattern, context: int, max_matches: int, max_chars: int
     ) -> None:
         self.pattern = pattern
         self.per_line = can_match_newline(pattern)
@@ -308,15 +309,16 @@ def _text_end(line: str) -> int:
     return len(line) - 1 if line.endswith("\r") else len(line)
 
 
-def can_match_newline(pattern: re.Pattern[str]) -> bool:
+def can_match_newline(pattern: GrepPattern) -> bool:
     """Whether any character class of the pattern accepts ``\\n`` (so a search could run
-    across lines). Unknown constructs count as yes: the per-line path is always correct."""
+    across lines), judged with ``re``'s parser. Unknown constructs, and syntax only ``regex``
+    knows, count as yes: the per-line path is always correct."""
     try:
         constants = importlib.import_module("re._constants")
-        parsed = importlib.import_module("re._parser").parse(pattern.pattern, pattern.flags)
-    except (ImportError, AttributeError, re.error):
+        parsed = importlib.import_module("re._parser").parse(pattern.pattern, re.MULTILINE)
+        dotall = bool(parsed.state.flags & re.DOTALL)  # (?s) at the start
+    except (ImportError, AttributeError, re.error, RecursionError):
         return True
-    dotall = bool(pattern.flags & re.DOTALL)
     return _accepts_newline(list(parsed), constants, dotall)
 
 
@@ -338,8 +340,9 @@ def _accepts_newline(items: list[Any], c: Any, dotall: bool) -> bool:
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
             if _accepts_newline(list(argument[2]), c, dotall):
                 return True
-        elif op is c.SUBPATTERN:
-            if _accepts_newline(list(argument[-1]), c, dotall):
+        elif op is c.SUBPATTERN:  # (group, flags added, flags removed, items): (?s:...)
+            inner = (dotall or bool(argument[1] & re.DOTALL)) and not argument[2] & re.DOTALL
+            if _accepts_newline(list(argument[-1]), c, inner):
                 return True
         elif op is c.BRANCH:
             if any(_accepts_newline(list(branch), c, dotall) for branch in argument[1]):

@@ -8,7 +8,6 @@ a concurrent gc can never hand back half an entry.
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import sqlite3
 import time
@@ -18,6 +17,7 @@ from typing import Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidInputError, ObservationError, ObservationNotFoundError
+from scratchpad.fsutil import private_dir, touch_private
 from scratchpad.observations import reading, references
 from scratchpad.observations.chunks import ChunkSource, prepare
 from scratchpad.observations.connections import ConnectionPool
@@ -28,6 +28,7 @@ from scratchpad.observations.models import (
     ObservationInfo,
     ReadResult,
 )
+from scratchpad.observations.pattern import GrepPattern
 from scratchpad.observations.schema import CHUNK_BYTES, migrate
 from scratchpad.observations.summary import (
     serialized_size,
@@ -64,7 +65,8 @@ class ObservationStore:
         self.path = Path(path) if path is not None else self.settings.observations_path
         self.chunk_bytes = chunk_bytes
         self.grep_block_chars = grep_block_chars
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
+        touch_private(self.path)  # SQLite gives its -wal and -shm files the same mode
         self._pool = ConnectionPool(self.path)
         with self._pool.connection() as connection:
             migrate(connection)
@@ -270,7 +272,7 @@ class ObservationStore:
         if mode == "lines":
             first, last = line_range(start, end, info.line_count)
             return reading.read_lines(source, info, first, last, cap)
-        compiled = _grep_pattern(pattern)
+        compiled = GrepPattern(pattern, self.settings.observation_grep_timeout_s)
         check_int("context", context, minimum=0, maximum=MAX_CONTEXT_LINES)
         check_int("max_matches", max_matches, minimum=1, maximum=MAX_GREP_MATCHES)
         found = reading.grep(source, compiled, context, max_matches, cap, self.grep_block_chars)
@@ -383,15 +385,6 @@ def _is_inline(connection: sqlite3.Connection, entry_id: str) -> bool:
         "SELECT content IS NOT NULL FROM entries WHERE id = ?", (entry_id,)
     ).fetchone()
     return bool(row and row[0])
-
-
-def _grep_pattern(pattern: str | None) -> re.Pattern[str]:
-    if not isinstance(pattern, str) or not pattern:
-        raise InvalidInputError("grep needs a pattern (a regular expression), e.g. 'ERROR'")
-    try:
-        return re.compile(pattern, re.MULTILINE)
-    except re.error as exc:
-        raise InvalidInputError(f"invalid regular expression {pattern!r}: {exc}") from exc
 
 
 def _storable(text: str) -> str:

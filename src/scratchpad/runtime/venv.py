@@ -21,11 +21,12 @@ import platform
 import re
 import shutil
 import site
+import stat
 import sys
 from pathlib import Path
 
 from scratchpad.errors import InstallError, InvalidInputError, VenvError
-from scratchpad.fsutil import atomic_write_text
+from scratchpad.fsutil import atomic_write_bytes, atomic_write_text, private_dir
 from scratchpad.runtime import procgroup
 
 MARKER = "scratchpad-venv.json"
@@ -99,16 +100,21 @@ async def remove(root: Path) -> None:
 
 async def create(root: Path) -> None:
     """(Re)create the venv at ``root``, keeping its requirements and history files."""
-    kept = {name: (root / name).read_bytes() for name in KEEP_ON_REBUILD if (root / name).exists()}
+    kept = {name: _kept(root / name) for name in KEEP_ON_REBUILD if (root / name).exists()}
     await remove(root)
-    root.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(root.parent)
     error = await _create_with_uv(root)
     if error is not None:
         await remove(root)
         await asyncio.to_thread(_create_with_stdlib, root)
-    for name, data in kept.items():
-        (root / name).write_bytes(data)
+    for name, (data, mode) in kept.items():
+        atomic_write_bytes(root / name, data, mode=mode)  # history.jsonl stays 0600
     _link_host_packages(root)
+
+
+def _kept(path: Path) -> tuple[bytes, int]:
+    """A file's bytes and permission bits, to put it back after a rebuild."""
+    return path.read_bytes(), stat.S_IMODE(path.stat().st_mode)
 
 
 async def _create_with_uv(root: Path) -> str | None:

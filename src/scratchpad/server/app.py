@@ -37,6 +37,7 @@ from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.timeouts import check_timeout
 from scratchpad.server.frames import cell_frames
 from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
+from scratchpad.server.housekeeping import housekeeping
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
 from scratchpad.server.sse import EventStream
 
@@ -86,15 +87,17 @@ def create_app(
     store: ObservationStore | None = None,
     on_shutdown: Callable[[], None] | None = None,
 ) -> FastAPI:
-    """The server for ``manager``'s pads (and ``store``'s observations, read over MCP),
-    guarded by ``api_key``. Browsers may call it only from ``origin`` (the server's own);
-    shutting down closes every pad (venvs are kept), then calls ``on_shutdown``."""
+    """The server for ``manager``'s pads (and ``store``'s observations, read over MCP and
+    garbage-collected while it runs), guarded by ``api_key``. Browsers may call it only from
+    ``origin`` (the server's own); shutting down closes every pad (venvs are kept), then
+    calls ``on_shutdown``."""
     mcp_endpoint, mcp_sessions = streamable_http_app(create_mcp_server(manager, store))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        gc_every = manager.settings.observation_gc_interval_s
         try:
-            async with mcp_sessions.run():
+            async with mcp_sessions.run(), housekeeping(store, gc_every):
                 yield
         finally:
             await manager.close_all(reason="the server stopped")  # in-process apps (tests)

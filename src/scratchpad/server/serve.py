@@ -12,6 +12,7 @@ import uvicorn
 
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError
+from scratchpad.fsutil import private_dir
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.app import create_app
@@ -77,10 +78,12 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 async def serve(host: str, port: int, settings: Settings | None = None) -> None:
-    """Serve until SIGINT/SIGTERM: one server per home (its serving lock), recorded in
-    ``<home>/server.json`` once it listens; shutdown closes every pad (venvs are kept)."""
+    """Serve until SIGINT/SIGTERM: one server per home (its serving lock, the home made
+    0700), recorded in ``<home>/server.json`` once it listens; shutdown closes every pad
+    (venvs are kept)."""
     settings = settings or Settings.load()
     check_binding(host, settings)
+    private_dir(settings.home, tighten=True)  # a home made before it had to be 0700
     lock = ServingLock(settings)
     if not lock.acquire():
         record = read_record(settings)

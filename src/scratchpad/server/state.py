@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from scratchpad.config import Settings
-from scratchpad.fsutil import atomic_write_text
+from scratchpad.fsutil import PRIVATE_FILE_MODE, atomic_write_text, open_private, private_dir
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -47,8 +47,7 @@ class ServingLock:
 
     def acquire(self) -> bool:
         """Take the lock; False when another server holds it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = open_private(self.path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -102,7 +101,9 @@ def running_record(settings: Settings) -> ServerRecord | None:
 
 
 def write_record(settings: Settings, record: ServerRecord) -> None:
-    atomic_write_text(state_path(settings), json.dumps(asdict(record)) + "\n")
+    private_dir(settings.home)
+    text = json.dumps(asdict(record)) + "\n"
+    atomic_write_text(state_path(settings), text, mode=PRIVATE_FILE_MODE)
 
 
 def clear_record(settings: Settings, pid: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from scratchpad.errors import InvalidInputError
@@ -43,9 +44,12 @@ def offered(context: ToolSessionContext) -> bool:
 
 
 async def handle_read_observation(context: ToolSessionContext, tool_input: dict[str, Any]) -> str:
+    """The slice asked for, read on a worker thread: a long read or grep never holds up the
+    event loop (other tool calls, streams, the server's health check)."""
     if context.store is None:
         raise InvalidInputError("no observation store is configured for this session")
-    result = context.store.read(
+    result = await asyncio.to_thread(
+        context.store.read,
         tool_input["observation_id"],
         tool_input.get("mode") or "head",
         n=tool_input.get("n") or 2000,
