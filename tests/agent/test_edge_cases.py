@@ -149,3 +149,21 @@ def test_session_ids_are_checked(manager: ScratchpadManager) -> None:
 
     with pytest.raises(InvalidInputError, match=r"invalid session id '\.\./x'"):
         Session(provider=ScriptedProvider([]), manager=manager, session_id="../x")
+
+
+class SilentProvider(ScriptedProvider):
+    """A provider whose stream ends without its final reply (a broken connection)."""
+
+    async def stream(self, **kwargs: Any) -> AsyncIterator[Any]:
+        for _ in ():
+            yield
+
+
+async def test_a_provider_that_ends_without_a_reply_is_an_llm_error(
+    manager: ScratchpadManager,
+) -> None:
+    from scratchpad.errors import LLMError
+
+    session = Session(provider=SilentProvider([]), manager=manager)
+    with pytest.raises(LLMError, match="ended without a reply; try the turn again"):
+        await session.turn("hello")

@@ -7,16 +7,21 @@ correctly (``assert_healthy``), which is where a desync would show.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from scratchpad.config import Settings
 from scratchpad.runtime.base import ScratchpadRuntime
+from scratchpad.runtime.cell import Cell, ProgressEvent
 from scratchpad.runtime.inkernel.protocol import encode
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
-from tests.process_helpers import process_gone
+from tests.conftest import wait_until_busy
+from tests.process_helpers import process_gone, read_pid
 
 MIB = 1024 * 1024
 
@@ -277,3 +282,116 @@ async def test_death_between_cells_is_told_with_its_cause(pad: ScratchpadRuntime
     assert cell.result == "1"
     assert "The kernel exited with code 5; this is a fresh kernel" in cell.logs
     assert "last words" in cell.logs
+
+
+async def test_a_flood_of_progress_is_capped_in_memory_and_on_the_wire(
+    workspace: Path, settings: Settings
+) -> None:
+    small = settings.model_copy(update={"logs_cap_chars": 64 * 1024})
+    async with ScratchpadManager(workspace=workspace, settings=small) as manager:
+        pad = await manager.get_or_create("chatty")
+        code = "for i in range(10_000):\n    progress(f'{i} ' + 'p' * 10_000)\nprogress('last')"
+        items = [item async for item in pad.execute_streaming(code, estimated_seconds=120)]
+        cell = items[-1]
+        assert isinstance(cell, Cell)
+        assert cell.status == "ok", cell.error
+        streamed = [item for item in items if isinstance(item, ProgressEvent)]
+        assert sum(len(item.message) for item in streamed) < 1024 * 1024  # not 100 MB
+        assert all(len(item.message) <= 4_100 for item in streamed)  # each message capped
+        assert len(cell.logs) < 70 * 1024
+        assert cell.logs.startswith("0 ppp") and cell.logs.endswith("last")
+        assert "log lines" in cell.logs and "dropped" in cell.logs
+        await assert_healthy(pad)
+
+
+async def test_a_flood_of_displays_is_capped(workspace: Path, settings: Settings) -> None:
+    small = settings.model_copy(update={"display_cap_bytes": 256 * 1024})
+    async with ScratchpadManager(workspace=workspace, settings=small) as manager:
+        pad = await manager.get_or_create("shows")
+        code = "for i in range(2_000):\n    display(str(i) * 5_000)\ndisplay('x' * 10**6)"
+        cell = await pad.execute(code, estimated_seconds=120)
+        assert cell.status == "ok", cell.error
+        size = sum(len(json.dumps(bundle)) for bundle in cell.outputs)
+        assert size < 300 * 1024
+        assert cell.outputs[0]["text/plain"].startswith("'00000")
+        assert "was dropped: over the cap" in cell.outputs[-1]["text/plain"]  # too big alone
+        assert "displays:" in cell.logs and "dropped from the middle" in cell.logs
+        await assert_healthy(pad)
+
+
+async def test_the_stored_history_is_bounded(workspace: Path, settings: Settings) -> None:
+    bounded = settings.model_copy(update={"history_max_bytes": 64 * 1024})
+    async with ScratchpadManager(workspace=workspace, settings=bounded) as manager:
+        pad = await manager.get_or_create("long")
+        for number in range(40):
+            await pad.execute(f"print({number}, 'h' * 5_000)")
+        history = manager.settings.home / "pads" / "long" / "history.jsonl"
+        assert history.stat().st_size <= 64 * 1024
+        assert pad.cells[0].description == "history folded"
+        assert pad.cells[0].stdout.startswith(f"{40 - (len(pad.cells) - 1)} earlier cell(s)")
+        assert pad.cells[-1].stdout.startswith("39 ")
+        await pad.close()
+        reloaded = manager.peek("long").cells
+        assert [c.stdout for c in reloaded] == [c.stdout for c in pad.cells]
+        assert "folded away" in manager.peek("long").dump()
+
+
+async def test_an_unreadable_history_line_is_skipped_and_said(
+    manager: ScratchpadManager, caplog: pytest.LogCaptureFixture
+) -> None:
+    pad = await manager.get_or_create("torn")
+    await pad.execute("1")
+    await pad.close()
+    history = manager.settings.home / "pads" / "torn" / "history.jsonl"
+    with history.open("a") as handle:
+        handle.write('{"code": "cut off in the mid')
+    with caplog.at_level("WARNING"):
+        cells = manager.peek("torn").cells
+    assert len(cells) == 1
+    assert "skipped 1 unreadable line" in caplog.text
+
+
+async def test_descendants_that_leave_the_group_die_with_the_pad(
+    pad: ScratchpadRuntime, tmp_path: Path
+) -> None:
+    code = (
+        "import os, subprocess, time\n"
+        "session = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        "if os.fork() == 0:\n"  # a classic daemon: fork, setsid, fork again, parent exits
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        open({str(tmp_path / 'daemon')!r}, 'w').write(str(os.getpid()))\n"
+        "        time.sleep(300)\n"
+        "    os._exit(0)\n"
+        "session.pid"
+    )
+    cell = await pad.execute(code)
+    session_pid = int(cell.result or "0")
+    daemon_pid = await read_pid(tmp_path / "daemon")
+    assert not process_gone(session_pid) and not process_gone(daemon_pid)
+    await pad.reset()
+    for pid in (session_pid, daemon_pid):
+        assert await gone_within(pid, 10), f"{pid} outlived the reset"
+    await assert_healthy(pad)
+
+
+async def test_a_kernel_killed_from_outside_is_not_called_out_of_memory(
+    pad: ScratchpadRuntime,
+) -> None:
+    assert isinstance(pad, LocalRuntime) and pad.pid is not None
+    running = asyncio.create_task(pad.execute("import time\ntime.sleep(30)"))
+    await wait_until_busy(pad)
+    os.kill(pad.pid, signal.SIGKILL)
+    cell = await running
+    assert cell.status == "killed"
+    assert cell.error is not None and "killed by SIGKILL from outside Scratchpad" in cell.error
+    assert "memory" not in cell.error
+
+
+async def gone_within(pid: int, seconds: float) -> bool:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not process_gone(pid):
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True

@@ -11,11 +11,11 @@ import httpx
 import pytest
 
 from scratchpad.config import Settings
-from scratchpad.errors import ConfigError, PadError
+from scratchpad.errors import ConfigError, InvalidInputError, PadError, PadNotFoundError
 from scratchpad.runtime.cell import Cell, ProgressEvent
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
-from tests.server_helpers import running_server
+from tests.server_helpers import free_port, running_server
 
 KEY = "remote-key"
 
@@ -109,3 +109,40 @@ async def test_scratchpad_only_endpoints_on_another_server_are_a_clear_error() -
 
 async def _collect(pad: RemoteRuntime) -> list[object]:
     return [item async for item in pad.execute_streaming("1")]
+
+
+async def test_a_server_where_nothing_listens_is_a_clear_error_not_a_lost_cell() -> None:
+    pad = RemoteRuntime("p", url=f"http://127.0.0.1:{free_port()}", api_key=KEY)
+    with pytest.raises(PadError, match="cannot reach the pad server"):
+        await pad.execute("1")
+    await pad.detach()
+
+
+async def test_a_cancelled_task_cancels_its_cell_on_the_server(tmp_path: Path) -> None:
+    with running_server(tmp_path / "home", tmp_path, KEY) as (url, _):
+        pad = RemoteRuntime("c", url=url, api_key=KEY)
+        await pad.start()
+        await pad.execute("kept = 1")
+        task = asyncio.create_task(pad.execute("import time\nwhile True: time.sleep(0.01)"))
+        observer = RemoteRuntime("c", url=url, api_key=KEY)
+        while not any(p["status"] == "busy" for p in await observer.server_pads()):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        after = await asyncio.wait_for(observer.execute("kept"), 15)  # the pad is free again
+        assert after.result == "1"  # interrupted, not killed
+        cells = await observer.load_cells()
+        assert cells[-2].status == "cancelled"
+        await pad.detach()
+        await observer.detach()
+
+
+async def test_errors_come_back_as_their_own_class(tmp_path: Path) -> None:
+    with running_server(tmp_path / "home", tmp_path, KEY) as (url, _):
+        pad = RemoteRuntime("ghost", url=url, api_key=KEY)
+        with pytest.raises(PadNotFoundError, match="no pad named 'ghost'"):
+            await pad.reset()
+        with pytest.raises(InvalidInputError, match="timeout_s must be"):
+            await pad.execute("1", timeout_s=-1)
+        await pad.detach()

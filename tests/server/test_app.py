@@ -207,3 +207,111 @@ def test_api_key_is_generated_once_and_kept_private(settings: Settings) -> None:
     assert len(key) >= 32 and resolve_api_key(settings) == key
     assert stat.S_IMODE(key_path(settings).stat().st_mode) == 0o600
     assert resolve_api_key(settings.model_copy(update={"api_key": "given"})) == "given"
+
+
+async def test_a_refused_key_says_how_to_authenticate(client: httpx.AsyncClient) -> None:
+    answer = await client.get("/v1/pads", headers={"Authorization": "Bearer wrong"})
+    assert answer.status_code == 401
+    assert answer.headers["www-authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "words"),
+    [
+        ("GET", "/nowhere", 404, "no such route: GET /nowhere"),
+        ("GET", "/scratchpad/start", 405, "method not allowed"),
+        ("DELETE", "/v1/pads", 405, "method not allowed"),
+    ],
+)
+async def test_unknown_routes_and_methods_answer_in_the_documented_shape(
+    client: httpx.AsyncClient, method: str, path: str, status: int, words: str
+) -> None:
+    answer = await client.request(method, path)
+    assert answer.status_code == status
+    assert words in answer.json()["error"]
+
+
+async def test_errors_name_their_class(client: httpx.AsyncClient) -> None:
+    answer = await client.post("/scratchpad/reset", json={"name": "ghost"})
+    assert answer.status_code == 404
+    assert answer.json()["type"] == "PadNotFoundError"
+    bad = await client.post("/scratchpad/start", json={"name": ""})
+    assert (bad.status_code, bad.json()["type"]) == (400, "InvalidPadNameError")
+
+
+async def test_install_over_the_protocol_reports_failures_as_its_result(
+    client: httpx.AsyncClient, tmp_path: Any
+) -> None:
+    empty = await client.post("/scratchpad/install", json={"name": "inst", "packages": []})
+    assert empty.status_code == 200 and empty.json() == {"result": "No packages specified."}
+    missing = tmp_path / "missing-1.0-py3-none-any.whl"
+    failed = await client.post(
+        "/scratchpad/install", json={"name": "inst", "packages": [str(missing)]}
+    )
+    assert failed.status_code == 200
+    assert failed.json()["result"].startswith("Install failed (exit ")
+
+
+@pytest.mark.parametrize("estimate", [-1, "NaN", "Infinity"])
+async def test_a_meaningless_estimate_means_no_estimate(
+    client: httpx.AsyncClient, estimate: object
+) -> None:
+    body = f'{{"name": "est", "code": "6 * 7", "estimated_seconds": {json.dumps(estimate)}}}'
+    if isinstance(estimate, str):
+        body = body.replace(f'"{estimate}"', estimate)  # JSON's NaN/Infinity literals
+    answer = await client.post("/scratchpad/execute-stream", content=body, headers=JSON)
+    cell = frames(answer.text)[-1]["cell"]
+    assert (cell["status"], cell["result"]) == ("ok", "42")
+
+
+async def test_cleanup_of_an_unknown_pad_is_fine(client: httpx.AsyncClient) -> None:
+    answer = await client.post("/scratchpad/cleanup", json={"name": "never-was"})
+    assert answer.json() == {"ok": True}
+
+
+async def test_start_sets_the_pads_own_model(client: httpx.AsyncClient) -> None:
+    body = {
+        "name": "llm",
+        "coding_provider": "openai-compatible",
+        "coding_model": "local-model",
+        "coding_api_key": "sk-pad-only-key",
+        "coding_base_url": "http://127.0.0.1:9/v1",
+    }
+    assert (await client.post("/scratchpad/start", json=body)).json() == {"ok": True}
+    code = (
+        "import os\n"
+        "[os.environ.get(k) for k in "
+        "('SCRATCHPAD_MODEL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL')]"
+    )
+    answer = await client.post("/scratchpad/execute-stream", json={"name": "llm", "code": code})
+    assert frames(answer.text)[-1]["cell"]["result"] == repr(
+        ["openai-compatible:local-model", "sk-pad-only-key", "http://127.0.0.1:9/v1"]
+    )
+    assert "sk-pad-only-key" not in os.environ.values()  # only the pad's environment
+    unknown = await client.post("/scratchpad/start", json={"name": "llm", "coding_provider": "x"})
+    assert unknown.status_code == 400 and "coding_provider" in unknown.json()["error"]
+
+
+async def test_the_pad_list_counts_stopped_histories_off_the_event_loop(
+    client: httpx.AsyncClient, manager: ScratchpadManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from scratchpad.runtime import history
+    from scratchpad.runtime import manager as manager_module
+
+    await client.post("/scratchpad/execute-stream", json={"name": "s", "code": "1"})
+    await manager.close("s")
+    threads: list[str] = []
+    counted = history.count_cells
+
+    def count(path: Any) -> int:
+        threads.append(threading.current_thread().name)
+        return counted(path)
+
+    monkeypatch.setattr(manager_module, "count_cells", count)
+    for _ in range(2):
+        listed = (await client.get("/v1/pads")).json()["pads"]
+        assert listed == [{"name": "s", "status": "stopped", "cells": 1}]
+    assert threads and threading.main_thread().name not in threads
+    assert len(threads) == 1  # the second listing reused the count: the file did not change

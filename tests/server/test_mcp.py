@@ -64,6 +64,11 @@ async def keeps_state_reports_errors_and_shows_images(client: Client) -> None:
     images = [c for c in picture.content if isinstance(c, types.ImageContent)]
     assert [(i.mime_type, base64.b64decode(i.data)) for i in images] == [("image/png", PNG)]
     assert "'shown'" in texts(picture)
+    odd = await client.call_tool("scratchpad", run("p", "raise ValueError(chr(0xd800))"))
+    assert odd.is_error and "ValueError: \ufffd" in texts(odd)  # valid JSON on every transport
+    limited = {**run("p", "import time\ntime.sleep(30)"), "timeout_s": 0.5}
+    quick = await client.call_tool("scratchpad", limited)
+    assert "Cell timed out after 0.5s" in texts(quick)
 
 
 @asynccontextmanager

@@ -196,6 +196,8 @@ class RemoteRuntime(ScratchpadRuntime):
                             cell = item
                         else:
                             yield item
+            except ScratchpadError:
+                raise  # the server's own answer, e.g. a refused argument
             except httpx.ConnectError as exc:
                 raise PadError(f"cannot reach the pad server at {self.url}: {exc}") from exc
             except (httpx.HTTPError, SSEError, ValueError) as exc:
