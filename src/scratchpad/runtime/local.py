@@ -94,6 +94,7 @@ class LocalRuntime(ScratchpadRuntime):
         self._llm_env: dict[str, str] = {}
         self._history = CellHistory(root / "history.jsonl", settings.history_max_bytes)
         self._loaded = False
+        self._by_id: dict[str, Cell] | None = None  # recorded cells, once a submit names one
         self._background: set[asyncio.Task[Cell]] = set()
 
     @property
@@ -111,6 +112,7 @@ class LocalRuntime(ScratchpadRuntime):
     def _set_loaded(self, cells: list[Cell]) -> None:
         self._cells = cells
         self._loaded = True
+        self._by_id = None
 
     async def load_cells(self) -> list[Cell]:
         """The recorded cells, read from disk in a thread the first time."""
@@ -263,7 +265,10 @@ class LocalRuntime(ScratchpadRuntime):
         if ticket is not None:
             return await asyncio.shield(ticket.finished)
         cells = await self.load_cells()
-        return next((cell for cell in reversed(cells) if cell.id == cell_id), None)
+        by_id = self._by_id
+        if by_id is None:
+            by_id = self._by_id = {cell.id: cell for cell in cells}
+        return by_id.get(cell_id)
 
     async def _wait_turn(self, ticket: Ticket) -> bool:
         """Take the pad's lock in submission order; False when cancelled while waiting."""
@@ -342,6 +347,8 @@ class LocalRuntime(ScratchpadRuntime):
         """Keep the cell in memory and on disk before anyone hears that it finished."""
         cells = self.cells
         cells.append(cell)
+        if self._by_id is not None:
+            self._by_id[cell.id] = cell
         if self._history.append(cell):
             self.cells = fold(cells, self.settings.history_max_bytes // 2)
             self._history.rewrite(self.cells)
