@@ -3,12 +3,15 @@ SSE, with the in-process round trip measured in the same run.
 
 Prints: tiny-cell round trip (median), aggregate tiny-cell throughput for 1/10/100 concurrent
 clients on 1/10/100 pads (every answer checked: a lost or misattributed result is counted),
-and the number of live pads the machine holds with every pad answering. Nothing is asserted.
+and a live-pad climb: 100 more pads each step, every pad answering a cell naming itself. Every
+failure is counted by cause (the exception class, or the cell's status with the transport error
+that lost it, or "wrong answer"), so a race reads differently from a machine out of room.
+Nothing is asserted.
 
 Throughput is measured twice: with a minimal keep-alive HTTP/1.1 client (what the server can
 do; the load generator costs little CPU on this 2-core machine), and with RemoteRuntime, our
 httpx client (what one Python process of clients gets). ``--quick`` runs fewer cells and stops
-the live-pad climb early.
+the live-pad climb early; ``--max-pads`` caps the climb (each live pad costs ~15 MiB).
 """
 
 from __future__ import annotations
@@ -17,20 +20,23 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
 from runtime import tree_rss_mib  # bench/runtime.py: this script's directory is on sys.path
 from scratchpad.config import Settings
+from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
 
@@ -38,11 +44,51 @@ KEY = "bench-key"
 GRID = (1, 10, 100)
 
 
+TRANSPORT_ERROR = re.compile(r"\b([A-Z]\w*(?:Error|Timeout|Exception))\(")
+URL = re.compile(r"https?://\S+")
+
+
+def cause(answer: dict[str, object] | BaseException, expected: str) -> str | None:
+    """None for the expected answer, else why not, short enough to count: the exception class
+    (and the transport error inside it), the cell's status (and the transport error that lost
+    it, e.g. ``killed (ReadError)``), the first words of its error, or ``wrong answer``."""
+    if isinstance(answer, BaseException):
+        return raised(answer)
+    status, error = str(answer.get("status")), URL.sub("<server>", str(answer.get("error") or ""))
+    if status == "ok":
+        return None if answer.get("result") == expected else "wrong answer"
+    if inner := TRANSPORT_ERROR.search(error):
+        return f"{status} ({inner[1]})"
+    last = error.strip().splitlines()[-1] if error.strip() else ""
+    return f"{status}: {' '.join(last.split()[:8])}" if last else status
+
+
+def raised(exc: BaseException) -> str:
+    inner = TRANSPORT_ERROR.search(str(exc))
+    return type(exc).__name__ + (f" ({inner[1]})" if inner else "")
+
+
+def by_cause(causes: Counter[str]) -> str:
+    return ", ".join(f"{count} {why}" for why, count in causes.most_common()) or "none"
+
+
 @dataclass
 class Tally:
     cells: int = 0
     lost: int = 0  # no ok cell came back
     misattributed: int = 0  # a cell came back with another client's answer
+    causes: Counter[str] = field(default_factory=Counter)
+
+    def count(self, answer: dict[str, object] | BaseException, expected: str) -> None:
+        self.cells += 1
+        why = cause(answer, expected)
+        if why is None:
+            return
+        self.causes[why] += 1
+        if why == "wrong answer":
+            self.misattributed += 1
+        else:
+            self.lost += 1
 
 
 def free_port() -> int:
@@ -116,6 +162,10 @@ class RawClient:
                 return dict(frame["cell"])
         raise RuntimeError(f"no cell in {data!r}")
 
+    async def reconnect(self) -> None:
+        await self.detach()
+        await self.start()
+
     async def detach(self) -> None:
         if self.writer is not None:
             self.writer.close()
@@ -158,13 +208,14 @@ async def throughput(
     async def client(index: int, runtime: RawClient | RemoteRuntime) -> None:
         for seq in range(per_client):
             expected = index * 1_000_000 + seq
-            answer = await runtime.execute(f"{index} * 1_000_000 + {seq}")
-            cell = answer if isinstance(answer, dict) else answer.to_dict()
-            tally.cells += 1
-            if cell["status"] != "ok":
-                tally.lost += 1
-            elif cell["result"] != str(expected):
-                tally.misattributed += 1
+            try:
+                answer = await runtime.execute(f"{index} * 1_000_000 + {seq}")
+            except Exception as exc:  # every failure is counted, by cause
+                tally.count(exc, str(expected))
+                if isinstance(runtime, RawClient):
+                    await runtime.reconnect()  # its connection is in an unknown state
+                continue
+            tally.count(answer if isinstance(answer, dict) else answer.to_dict(), str(expected))
 
     start = time.perf_counter()
     await asyncio.gather(*(client(i, r) for i, r in enumerate(runtimes)))
@@ -174,41 +225,56 @@ async def throughput(
 
 
 async def live_pads(url: str, server_pid: int, step: int, limit: int) -> list[str]:
-    """Start pads ``step`` at a time up to ``limit``; after each step every pad must answer
-    a cell naming itself. Stops at the first step where one does not."""
+    """Start pads ``step`` at a time up to ``limit``; after each step every pad answers a cell
+    naming itself, and the pads that do not are counted by cause. Stops when pads no longer
+    start (the machine is out of room), not at a lost answer (which may be a race)."""
     rows: list[str] = []
     started: list[RemoteRuntime] = []
     while len(started) < limit:
-        batch = [pad(url, f"live{len(started) + i}") for i in range(step)]
+        batch = [
+            pad(url, f"live{len(started) + i}") for i in range(min(step, limit - len(started)))
+        ]
         begin = time.perf_counter()
-        try:
-            for chunk in range(0, len(batch), 25):
-                await asyncio.gather(*(r.start() for r in batch[chunk : chunk + 25]))
-        except Exception as exc:
-            rows.append(f"| {len(started) + step} | start failed: {exc!r} | | |")
+        starts: list[BaseException | None] = []
+        for chunk in range(0, len(batch), 25):
+            starts += await asyncio.gather(
+                *(r.start() for r in batch[chunk : chunk + 25]), return_exceptions=True
+            )
+        failed_starts = Counter(raised(s) for s in starts if s is not None)
+        if failed_starts:
+            rows.append(
+                f"| {len(started) + len(batch)} | start failed: {by_cause(failed_starts)} |"
+            )
+            print(rows[-1], flush=True)
+            started.extend(batch)  # detached below like the others
             break
         started.extend(batch)
         start_s = time.perf_counter() - begin
-        answers = await asyncio.gather(*(r.execute(f"{r.name!r}") for r in started))
-        answering = sum(c.result == repr(r.name) for c, r in zip(answers, started, strict=True))
+        answers = await asyncio.gather(
+            *(r.execute(f"{r.name!r}") for r in started), return_exceptions=True
+        )
+        causes = Counter(
+            why
+            for answer, r in zip(answers, started, strict=True)
+            if (why := cause(_as_dict(answer), repr(r.name))) is not None
+        )
         rss = tree_rss_mib(server_pid)
         rows.append(
-            f"| {len(started)} | {answering} | {start_s:.1f} s for {step} | {rss:,.0f} MiB |"
+            f"| {len(started)} | {len(started) - causes.total()} | {by_cause(causes)} "
+            f"| {start_s:.1f} s for {len(batch)} | {rss:,.0f} MiB |"
         )
         print(rows[-1], flush=True)
-        if answering != len(started):
-            failed = next(
-                c for c, r in zip(answers, started, strict=True) if c.result != repr(r.name)
-            )
-            why = (failed.error or "").strip()[-300:]
-            print(f"first pad not answering: {failed.status}: {why}")
-            break
     await asyncio.gather(*(r.detach() for r in started))
     return rows
 
 
-async def main(quick: bool) -> None:
+def _as_dict(answer: Cell | BaseException) -> dict[str, object] | BaseException:
+    return answer if isinstance(answer, BaseException) else answer.to_dict()
+
+
+async def main(quick: bool, max_pads: int | None) -> None:
     repeats, total, limit = (50, 300, 200) if quick else (300, 2000, 1000)
+    limit = min(limit, max_pads) if max_pads else limit
     with tempfile.TemporaryDirectory(prefix="sp-bench-server-") as tmp:
         home = Path(tmp)
         with server(home / "server") as (url, process):
@@ -219,9 +285,9 @@ async def main(quick: bool) -> None:
             )
             print(
                 "\n| clients | pads | cells/s (minimal client) | cells/s (RemoteRuntime) "
-                "| cells | lost | misattributed |"
+                "| cells | lost | misattributed | failures by cause |"
             )
-            print("|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|")
             for clients in GRID:
                 for pads in GRID:
                     if pads > clients:
@@ -231,18 +297,23 @@ async def main(quick: bool) -> None:
                     cells = tally.cells + ours_tally.cells
                     lost = tally.lost + ours_tally.lost
                     wrong = tally.misattributed + ours_tally.misattributed
+                    causes = by_cause(tally.causes + ours_tally.causes)
                     print(
                         f"| {clients} | {pads} | {rate:,.0f} | {ours:,.0f} | {cells} | {lost} "
-                        f"| {wrong} |",
+                        f"| {wrong} | {causes} |",
                         flush=True,
                     )
         with server(home / "live") as (url, process):
-            print("\n| live pads | answering | start time | server tree RSS |")
-            print("|---|---|---|---|")
+            print("\n| live pads | answering | failures by cause | start time | server tree RSS |")
+            print("|---|---|---|---|---|")
             await live_pads(url, process.pid, 100, limit)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer cells, up to 200 pads")
-    asyncio.run(main(parser.parse_args().quick))
+    parser.add_argument(
+        "--max-pads", type=int, help="stop the live-pad climb here (each pad costs ~15 MiB)"
+    )
+    args = parser.parse_args()
+    asyncio.run(main(args.quick, args.max_pads))

@@ -93,6 +93,14 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(
         10 * MIB, ge=1024, description="Larger request bodies are refused with 413."
     )
+    http_keepalive_s: int = Field(
+        75,
+        ge=1,
+        description="Seconds the server keeps an idle client connection open. Keep it well "
+        "above every client's pool expiry (RemoteRuntime 1 s, httpx 5 s, aiohttp 15 s) and a "
+        "proxy's upstream idle timeout: a server that closes first races the client's next "
+        "request, which then fails with a reset and an unknown result.",
+    )
 
     # Language models.
     model: str = Field("anthropic:claude-sonnet-4-5", description="The model, as 'provider:model'.")

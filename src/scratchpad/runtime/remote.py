@@ -48,7 +48,12 @@ from scratchpad.runtime.names import url_component
 
 CONNECT_TIMEOUT_S = 30.0
 DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
-KEEPALIVE_EXPIRY_S = 4.0  # below the server's keep-alive, so the server never closes first
+# An idle pooled connection is dropped by the client after this long, well before a server's
+# keep-alive closes it (ours 75 s; gunicorn 2 s, uvicorn and most others 5 s): a server that
+# closes first can do so just as the next request goes out on it, and that request dies with a
+# reset and an unknown result (httpx's default expiry is uvicorn's 5 s, so they raced). Should
+# it happen anyway, the cell is sent again with its id (see _stream).
+POOL_KEEPALIVE_S = 1.0
 CANCEL_TIMEOUT_S = 10.0
 
 log = logging.getLogger(__name__)
@@ -64,7 +69,9 @@ class RemoteRuntime(ScratchpadRuntime):
             base_url=self.url,
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=httpx.Timeout(CONNECT_TIMEOUT_S, read=None),  # cells may run for an hour
-            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S),
+            limits=httpx.Limits(
+                max_connections=100, max_keepalive_connections=20, keepalive_expiry=POOL_KEEPALIVE_S
+            ),
         )
         self._order = asyncio.Lock()  # cells of one pad go out in call order
         self._waiting: dict[str, asyncio.Event] = {}  # cells not sent yet, by id: cancelled?

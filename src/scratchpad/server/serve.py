@@ -121,6 +121,7 @@ async def _serve_locked(host: str, sock: socket.socket, settings: Settings) -> N
                 log_level="warning",
                 lifespan="on",
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+                timeout_keep_alive=settings.http_keepalive_s,  # uvicorn's 5 s raced clients
             )
             await PadServer(config, manager).serve(sockets=[sock])
     finally:
