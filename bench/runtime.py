@@ -55,11 +55,21 @@ def tree_rss_mib(pid: int) -> float:
     return total_kib / 1024
 
 
-def proc_state(pid: int) -> str:
+def exited(pid: int) -> bool:
+    """Every thread of ``pid`` has exited (a zombie leader alone is not enough: the kernel's
+    heartbeat thread may still be on its way out)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
-        return "Z"  # already reaped
+        return True  # already reaped
+    for task in tasks:
+        try:
+            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state not in ("Z", "X"):
+            return False
+    return True
 
 
 # -- ours -----------------------------------------------------------------------------------
@@ -136,7 +146,7 @@ async def measure_ours(repeats: int, home: Path) -> dict[str, float]:
     for _ in range(repeats):
         assert pad.pid is not None
         os.kill(pad.pid, 9)
-        while "Z" not in proc_state(pad.pid):  # noqa: ASYNC110 - wait until it is really dead
+        while not exited(pad.pid):  # noqa: ASYNC110 - wait until it is really dead
             await asyncio.sleep(0.001)
         start = time.perf_counter()
         cell = await pad.execute("1+1")  # notices the death, restarts the kernel, runs

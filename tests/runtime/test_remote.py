@@ -146,3 +146,39 @@ async def test_errors_come_back_as_their_own_class(tmp_path: Path) -> None:
         with pytest.raises(InvalidInputError, match="timeout_s must be"):
             await pad.execute("1", timeout_s=-1)
         await pad.detach()
+
+
+async def test_a_request_that_got_no_answer_is_sent_again_with_the_same_id() -> None:
+    """A kept-alive connection the server had just closed: nothing came back, so the cell is
+    sent once more; its id lets the server recognise it should the first one have arrived."""
+    seen: list[dict[str, object]] = []
+    cell = json.dumps({"type": "cell", "cell": {"code": "1", "status": "ok", "result": "1"}})
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        if len(seen) == 1:
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+        body = f"data: {cell}\n\n".encode()
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    pad = on(httpx.AsyncClient(base_url="http://elsewhere", transport=httpx.MockTransport(handle)))
+    answer = await pad.execute("1")
+    assert answer.result == "1"
+    assert len(seen) == 2 and seen[0]["id"] == seen[1]["id"]
+
+
+async def test_a_stream_cut_after_it_began_is_not_sent_again() -> None:
+    seen: list[bytes] = []
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b'data: {"type": "progress", "message": "m"}\n\n'
+        raise httpx.ReadError("connection reset")
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request.content)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+
+    pad = on(httpx.AsyncClient(base_url="http://elsewhere", transport=httpx.MockTransport(handle)))
+    cell = await pad.execute("1")
+    assert cell.status == "killed" and "went away during this cell" in (cell.error or "")
+    assert len(seen) == 1  # it may have run: never twice
