@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from scratchpad.cli.commands import Group
 from scratchpad.cli.output import console, err_console, fail
 from scratchpad.errors import ScratchpadError
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # the memory package is imported by the commands that need it
     from scratchpad.memory.snapshots import Which
 
 agent_app = typer.Typer(
+    cls=Group,
     help="Agents with durable YAML state that run in wake → run → sleep cycles.",
     no_args_is_help=True,
 )
@@ -51,7 +53,14 @@ def init(root: RootArg) -> None:
     """Create an agent directory: RULES.md, config.yaml, scratchpad/active.yaml, logs/."""
     from scratchpad.memory.layout import init_agent
 
-    paths, written = guarded(lambda: init_agent(root))
+    try:
+        paths, written = guarded(lambda: init_agent(root))
+    except OSError as exc:
+        fail(
+            f"cannot create the agent directory {root}: {exc.strerror}; choose a path whose "
+            "parent directories exist and can be written"
+        )
+        raise typer.Exit(2) from None
     for path in written:
         console.print(f"created {path.relative_to(paths.root)}", markup=False)
     if not written:

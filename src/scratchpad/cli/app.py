@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from scratchpad.cli.agent import agent_app
+from scratchpad.cli.commands import CONTEXT_SETTINGS, Group
 from scratchpad.cli.obs import obs_app
 from scratchpad.cli.output import console, err_console, fail, show_cell_end, show_event
 from scratchpad.cli.server_cmd import server_app
@@ -24,6 +25,9 @@ from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
 
 app = typer.Typer(
+    name="scratchpad",
+    cls=Group,
+    context_settings=CONTEXT_SETTINGS,
     help="Scratchpad: persistent Python pads for LLM agents.",
     no_args_is_help=True,
     add_completion=False,
@@ -93,17 +97,27 @@ def read_code(code: str | None, file: Path | None) -> str:
         fail("give the code as an argument or with --file, not both")
         raise typer.Exit(2)
     if file is not None:
-        try:
-            return file.read_text(encoding="utf-8")
-        except OSError as exc:
-            fail(f"cannot read {file}: {exc.strerror}")
-            raise typer.Exit(2) from None
+        return read_file(file)
     if code is None or code == "-":
         if sys.stdin.isatty() and code is None:
             fail("no code given: pass CODE, --file FILE, or '-' to read standard input")
             raise typer.Exit(2)
         return sys.stdin.read()
     return code
+
+
+def read_file(file: Path) -> str:
+    """The text of a code file; a file that cannot be read, or is not UTF-8, is a usage error."""
+    try:
+        return file.read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot read {file}: {exc.strerror}")
+    except UnicodeDecodeError as exc:
+        fail(
+            f"{file} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "save it as UTF-8 and run it again"
+        )
+    raise typer.Exit(2)
 
 
 @app.command("exec")
@@ -180,9 +194,25 @@ def dump(
     if ipynb is None:
         console.print(on_server(pad, lambda runtime: _cells_as(runtime, "dump")), markup=False)
         return
+    check_writable(ipynb, "--ipynb")
     notebook = on_server(pad, lambda runtime: _cells_as(runtime, "ipynb"))
-    ipynb.write_text(notebook, encoding="utf-8")
-    console.print(f"wrote {ipynb}")
+    try:
+        ipynb.write_text(notebook, encoding="utf-8")
+    except OSError as exc:
+        fail(f"--ipynb: cannot write {ipynb}: {exc.strerror}; choose another path")
+        raise typer.Exit(2) from None
+    console.print(f"wrote {ipynb}", markup=False)
+
+
+def check_writable(path: Path, option: str) -> None:
+    """Refuse at once (before any server is asked) a file path that cannot be written."""
+    if path.is_dir():
+        fail(f"{option}: {path} is a directory; give a file name, e.g. {path / 'notebook.ipynb'}")
+    elif not path.parent.is_dir():
+        fail(f"{option}: there is no directory {path.parent}; create it or choose another path")
+    else:
+        return
+    raise typer.Exit(2)
 
 
 async def _cells_as(runtime: RemoteRuntime, kind: str) -> str:
@@ -248,10 +278,18 @@ def chat(
     run(lambda manager: run_chat(manager, model, pad))
 
 
+def check_port(value: int) -> int:
+    if not 0 <= value <= 65535:
+        raise typer.BadParameter(f"{value} is not a port: use 0 to 65535 (0 picks a free one)")
+    return value
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    port: Annotated[
+        int, typer.Option(callback=check_port, help="Port to listen on, 0-65535 (0: any free).")
+    ] = 8765,
 ) -> None:
     """Serve pads over HTTP (the remote-backend protocol and /v1 read endpoints)."""
     from scratchpad.server.serve import serve as run_server

@@ -9,12 +9,13 @@ from typing import Annotated, TypeVar
 import typer
 from rich.table import Table
 
+from scratchpad.cli.commands import Group
 from scratchpad.cli.output import console, fail
 from scratchpad.errors import ScratchpadError
 from scratchpad.observations import ObservationStore
 
 obs_app = typer.Typer(
-    help="Large tool outputs kept out of the model's context.", no_args_is_help=True
+    cls=Group, help="Large tool outputs kept out of the model's context.", no_args_is_help=True
 )
 T = TypeVar("T")
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import typer
 
 from scratchpad.cli.background import endpoint, stop
+from scratchpad.cli.commands import Group
 from scratchpad.cli.output import console, fail
 from scratchpad.config import Settings
 from scratchpad.errors import ScratchpadError
 from scratchpad.server.state import log_path, running_record
 
 server_app = typer.Typer(
+    cls=Group,
     help="The pad server the CLI uses (started in the background when needed).",
     no_args_is_help=True,
 )
