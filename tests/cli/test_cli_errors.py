@@ -119,3 +119,33 @@ def test_a_home_that_is_a_file(tmp_path: Path) -> None:
 def test_usage_mistakes_are_one_line(args: list[str], words: list[str]) -> None:
     code, _, err = scratchpad(*args)
     assert_one_line_error(code, err, *words)
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "why"),
+    [
+        (["exec", "main", "-"], "", "standard input was empty"),
+        (["exec", "main"], "", "standard input was empty"),
+        (["exec", "main", "-"], "  \n\n", "standard input was empty"),
+        (["exec", "main", ""], None, "the CODE argument is empty"),
+    ],
+)
+def test_exec_without_code_is_an_error_not_an_empty_cell(
+    args: list[str], stdin: str | None, why: str, hermetic_env: Path
+) -> None:
+    result = runner.invoke(app, args, input=stdin)
+    assert_one_line_error(result.exit_code, result.stderr, "no code given", why)
+    assert read_record(Settings(home=hermetic_env)) is None  # nothing was sent anywhere
+
+
+def test_exec_with_empty_stdin_as_a_real_process(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.py"
+    empty.write_text("")
+    command = [sys.executable, "-m", "scratchpad.cli", "exec", "main"]
+    for extra, stdin in (([], subprocess.DEVNULL), (["-"], subprocess.DEVNULL)):
+        done = subprocess.run(
+            [*command, *extra], stdin=stdin, capture_output=True, text=True, timeout=60
+        )
+        assert_one_line_error(done.returncode, done.stderr, "standard input was empty")
+    code, _, err = scratchpad("exec", "main", "-f", str(empty))
+    assert_one_line_error(code, err, f"{empty} is empty")

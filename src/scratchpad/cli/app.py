@@ -92,32 +92,48 @@ async def _on_server_settings() -> Settings:
     return settings.model_copy(update=update)
 
 
+NO_CODE = "no code given: {why}; pass CODE, --file FILE, or pipe code into '-'"
+
+
 def read_code(code: str | None, file: Path | None) -> str:
+    """The code to run, from the argument, the file, or standard input; empty code (an empty
+    argument, file or standard input) is a usage error, not an empty cell."""
     if file is not None and code is not None:
         fail("give the code as an argument or with --file, not both")
         raise typer.Exit(2)
     if file is not None:
-        return read_file(file)
-    if code is None or code == "-":
-        if sys.stdin.isatty() and code is None:
-            fail("no code given: pass CODE, --file FILE, or '-' to read standard input")
-            raise typer.Exit(2)
-        return sys.stdin.read()
-    return code
+        source, why = read_file(file), f"{file} is empty"
+    elif code is None and sys.stdin.isatty():
+        source, why = "", "no CODE argument and standard input is a terminal"
+    elif code is None or code == "-":
+        source, why = decode(sys.stdin.buffer.read(), "standard input"), "standard input was empty"
+    else:
+        source, why = code, "the CODE argument is empty"
+    if not source.strip():
+        fail(NO_CODE.format(why=why))
+        raise typer.Exit(2)
+    return source
 
 
 def read_file(file: Path) -> str:
     """The text of a code file; a file that cannot be read, or is not UTF-8, is a usage error."""
     try:
-        return file.read_text(encoding="utf-8")
+        data = file.read_bytes()
     except OSError as exc:
         fail(f"cannot read {file}: {exc.strerror}")
+        raise typer.Exit(2) from None
+    return decode(data, str(file))
+
+
+def decode(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         fail(
-            f"{file} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
-            "save it as UTF-8 and run it again"
+            f"{what} is not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start}); "
+            "give the code as UTF-8"
         )
-    raise typer.Exit(2)
+        raise typer.Exit(2) from None
 
 
 @app.command("exec")
