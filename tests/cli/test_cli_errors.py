@@ -109,11 +109,11 @@ def test_a_home_that_is_a_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["exec"], ["Missing argument", "See 'scratchpad exec"]),
-        (["exec", "main", "--nope"], ["--nope", "See 'scratchpad exec"]),
-        (["agent", "run", "x", "--every", "-1"], ["--every", "See 'scratchpad agent run"]),
-        (["obs", "read"], ["Missing argument", "See 'scratchpad obs read"]),
-        (["no-such-command"], ["no-such-command", "See 'scratchpad"]),
+        (["exec"], ["Missing argument", "See 'scratchpad exec -h'"]),
+        (["exec", "main", "--nope"], ["--nope", "See 'scratchpad exec -h'"]),
+        (["agent", "run", "x", "--every", "-1"], ["--every", "See 'scratchpad agent run -h'"]),
+        (["obs", "read"], ["Missing argument", "See 'scratchpad obs read -h'"]),
+        (["no-such-command"], ["no-such-command", "See 'scratchpad -h'"]),
     ],
 )
 def test_usage_mistakes_are_one_line(args: list[str], words: list[str]) -> None:

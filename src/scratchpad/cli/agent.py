@@ -15,7 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from scratchpad.cli.commands import Group
+from scratchpad.cli.commands import Command, Group
 from scratchpad.cli.output import console, err_console, fail
 from scratchpad.errors import ScratchpadError
 
@@ -48,7 +48,7 @@ def guarded(job: Callable[[], T]) -> T:
         raise typer.Exit(2) from None
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def init(root: RootArg) -> None:
     """Create an agent directory: RULES.md, config.yaml, scratchpad/active.yaml, logs/."""
     from scratchpad.memory.layout import init_agent
@@ -70,12 +70,16 @@ def init(root: RootArg) -> None:
     )
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def run(
     root: RootArg,
-    cycles: Annotated[int, typer.Option(min=0, help="Cycles to run (0: until Ctrl-C).")] = 1,
-    every: Annotated[float, typer.Option(min=0, help="Seconds from one start to the next.")] = 0,
-    model: Annotated[str | None, typer.Option(help=MODEL_HELP)] = None,
+    cycles: Annotated[
+        int, typer.Option(min=0, metavar="N", help="Cycles to run (0: until Ctrl-C).")
+    ] = 1,
+    every: Annotated[
+        float, typer.Option(min=0, metavar="SECONDS", help="Seconds from one start to the next.")
+    ] = 0,
+    model: Annotated[str | None, typer.Option(metavar="PROVIDER:MODEL", help=MODEL_HELP)] = None,
 ) -> None:
     """Run cycles: wake, let the model work on the state, sleep. Exit 1 if one failed."""
     from scratchpad.memory.models import ProviderModel
@@ -126,7 +130,7 @@ def show_result(paths: AgentPaths, result: CycleResult) -> None:
         err_console.print(f"[red]{escape(result.error)}[/red] (traceback in {escape(str(log))})")
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def status(root: RootArg) -> None:
     """Goals, current task, pending actions, and the last cycle with how it ended."""
     from scratchpad.memory.layout import AgentPaths
@@ -178,7 +182,7 @@ def _last_cycle(found: AgentStatus) -> str:
     return text + f"  ({found.cycles} cycle(s) in all)"
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def diff(
     root: RootArg,
     cycle: Annotated[str | None, typer.Argument(help="Cycle id (default: the last).")] = None,
@@ -205,7 +209,7 @@ def _diff_style(line: str) -> str:
     return {"+": "green", "-": "red"}.get(line[:1], "")
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def history(root: RootArg) -> None:
     """Every cycle with its outcome: done, max_iterations or failed."""
     from scratchpad.memory.layout import AgentPaths
@@ -235,7 +239,7 @@ def _history_row(entry: HistoryEntry) -> list[str]:
     ]
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def restore(
     root: RootArg,
     cycle: Annotated[str, typer.Argument(help="Cycle id, or a saved prerestore_/prereset_ name.")],
@@ -260,7 +264,7 @@ def restore(
         )
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def reset(root: RootArg) -> None:
     """Remove active.yaml: the next cycle starts from the default state. Snapshots stay."""
     from scratchpad.memory.clock import local_now

@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from scratchpad.cli.agent import agent_app
-from scratchpad.cli.commands import CONTEXT_SETTINGS, Group
+from scratchpad.cli.commands import CONTEXT_SETTINGS, Command, Group
 from scratchpad.cli.obs import obs_app
 from scratchpad.cli.output import console, err_console, fail, show_cell_end, show_event
 from scratchpad.cli.server_cmd import server_app
@@ -39,6 +39,24 @@ app.add_typer(server_app, name="server")
 app.add_typer(agent_app, name="agent")
 
 PadArg = Annotated[str, typer.Argument(help="Pad name, e.g. 'main'.")]
+
+
+def show_version(wanted: bool) -> None:
+    if wanted:
+        from scratchpad import __version__
+
+        console.print(f"scratchpad {__version__}", markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=show_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    pass
 
 
 def bridge(job: Coroutine[Any, Any, T]) -> T:
@@ -136,13 +154,20 @@ def decode(data: bytes, what: str) -> str:
         raise typer.Exit(2) from None
 
 
-@app.command("exec")
+@app.command("exec", cls=Command)
 def exec_(
     pad: PadArg,
     code: Annotated[str | None, typer.Argument(help="Python code, or '-' for stdin.")] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", help="Run this file.")] = None,
-    description: Annotated[str, typer.Option("--description", "-d")] = "",
-    estimate: Annotated[float, typer.Option(help="Estimated seconds (sets timeouts).")] = 0.0,
+    description: Annotated[
+        str, typer.Option("--description", "-d", metavar="TEXT", help="What the cell does.")
+    ] = "",
+    estimate: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS", show_default=False, help="How long it should take (sets timeouts)."
+        ),
+    ] = 0.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the cell as JSON.")] = False,
 ) -> None:
     """Run code in a pad (created on first use), streaming its output; Ctrl-C cancels it."""
@@ -195,16 +220,18 @@ class CancelOnInterrupt:
             self._main.cancel()
 
 
-@app.command()
+@app.command(cls=Command)
 def view(pad: PadArg) -> None:
     """Show a pad's cells with their output (older cells compacted)."""
     console.print(on_server(pad, lambda runtime: _cells_as(runtime, "view")), markup=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def dump(
     pad: PadArg,
-    ipynb: Annotated[Path | None, typer.Option(help="Write a Jupyter notebook here.")] = None,
+    ipynb: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Write a Jupyter notebook here.")
+    ] = None,
 ) -> None:
     """Print a pad as notebook-style markdown, or export it as .ipynb."""
     if ipynb is None:
@@ -240,7 +267,7 @@ async def _cells_as(runtime: RemoteRuntime, kind: str) -> str:
     return json.dumps(runtime.to_ipynb(), indent=1)
 
 
-@app.command("ls")
+@app.command("ls", cls=Command)
 def ls() -> None:
     """List the pads with their status and number of cells."""
     pads = on_server(None, lambda runtime: runtime.server_pads())
@@ -250,28 +277,28 @@ def ls() -> None:
         console.print(f"{pad['name']}\t{pad['status']}\t{pad['cells']} cells", markup=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def rm(pad: PadArg) -> None:
     """Delete a pad: its environment, packages and history."""
     on_server(pad, lambda runtime: runtime.cleanup())
     console.print(f"removed pad {pad}", markup=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def reset(pad: PadArg) -> None:
     """Clear a pad's cells and state; installed packages stay."""
     on_server(pad, lambda runtime: runtime.reset())
     console.print(f"reset pad {pad}", markup=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def cancel(pad: PadArg) -> None:
     """Cancel the cell running in a pad (its variables stay)."""
     on_server(pad, lambda runtime: runtime.cancel())
     console.print(f"cancelled the running cell of {pad}, if any", markup=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def install(
     pad: PadArg,
     packages: Annotated[list[str], typer.Argument(help="Package specs, e.g. requests 'six>=1'.")],
@@ -281,10 +308,11 @@ def install(
     console.print(output or "nothing to do", markup=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def chat(
     model: Annotated[
-        str | None, typer.Option(help="provider:model (else SCRATCHPAD_MODEL).")
+        str | None,
+        typer.Option(metavar="PROVIDER:MODEL", help="The model (else SCRATCHPAD_MODEL)."),
     ] = None,
     pad: Annotated[str, typer.Option(help="The pad the model works in.")] = "main",
 ) -> None:
@@ -300,7 +328,7 @@ def check_port(value: int) -> int:
     return value
 
 
-@app.command()
+@app.command(cls=Command)
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
@@ -319,10 +347,12 @@ def serve(
         pass
 
 
-@app.command("mcp")
+@app.command("mcp", cls=Command)
 def mcp_stdio() -> None:
-    """Serve pads to an MCP client over standard input/output (e.g. Claude Desktop); the pads
-    are the pad server's, shared with exec and the rest."""
+    """Serve pads to an MCP client over stdin/stdout (e.g. Claude Desktop).
+
+    The pads are the pad server's, shared with exec and the rest.
+    """
     from scratchpad.observations.store import ObservationStore
     from scratchpad.server.mcp_server import serve_stdio
 
@@ -333,7 +363,7 @@ def mcp_stdio() -> None:
     run(job)
 
 
-@app.command()
+@app.command(cls=Command)
 def demo() -> None:
     """A short tour: a pad keeps state, reports an error, draws a plot."""
     from scratchpad.cli.demo import run_demo

@@ -9,7 +9,7 @@ from typing import Annotated, TypeVar
 import typer
 from rich.table import Table
 
-from scratchpad.cli.commands import Group
+from scratchpad.cli.commands import Command, Group
 from scratchpad.cli.output import console, fail
 from scratchpad.errors import ScratchpadError
 from scratchpad.observations import ObservationStore
@@ -29,7 +29,7 @@ def with_store(job: Callable[[ObservationStore], T]) -> T:
         raise typer.Exit(2) from None
 
 
-@obs_app.command("ls")
+@obs_app.command("ls", cls=Command)
 def ls(
     turn: Annotated[str | None, typer.Option(help="Only this turn's live entries.")] = None,
 ) -> None:
@@ -53,18 +53,24 @@ def ls(
     console.print(table)
 
 
-@obs_app.command("read")
+@obs_app.command("read", cls=Command)
 def read(
-    observation_id: Annotated[str, typer.Argument(help="The observation's id.")],
+    observation_id: Annotated[str, typer.Argument(metavar="ID", help="The observation's id.")],
     mode: Annotated[str, typer.Option(help="full | head | tail | range | lines | grep")] = "head",
-    n: Annotated[int, typer.Option(help="Characters for head/tail.")] = 2000,
-    start: Annotated[int | None, typer.Option(help="range: first char; lines: first line.")] = None,
-    end: Annotated[
-        int | None, typer.Option(help="range: end char (excl.); lines: last line.")
+    n: Annotated[
+        int, typer.Option("--n", "-n", metavar="CHARS", help="Characters for head/tail.")
+    ] = 2000,
+    start: Annotated[
+        int | None, typer.Option(metavar="N", help="range: first char; lines: first line.")
     ] = None,
-    pattern: Annotated[str | None, typer.Option(help="grep: a regular expression.")] = None,
-    context: Annotated[int, typer.Option(help="grep: lines of context.")] = 0,
-    max_matches: Annotated[int, typer.Option(help="grep: matches to show.")] = 50,
+    end: Annotated[
+        int | None, typer.Option(metavar="N", help="range: end char (excl.); lines: last line.")
+    ] = None,
+    pattern: Annotated[
+        str | None, typer.Option(metavar="REGEX", help="grep: a regular expression.")
+    ] = None,
+    context: Annotated[int, typer.Option(metavar="LINES", help="grep: lines of context.")] = 0,
+    max_matches: Annotated[int, typer.Option(metavar="N", help="grep: matches to show.")] = 50,
 ) -> None:
     """Read an observation, or a slice of it."""
     result = with_store(
@@ -83,7 +89,7 @@ def read(
     console.print(result.content, markup=False, highlight=False)
 
 
-@obs_app.command("gc")
+@obs_app.command("gc", cls=Command)
 def gc() -> None:
     """Delete expired observations."""
     removed = with_store(lambda s: s.gc())

@@ -84,7 +84,7 @@ def create_app(
             if on_shutdown is not None:
                 on_shutdown()
 
-    app = FastAPI(title="Scratchpad", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="Scratchpad", version=__version__, lifespan=lifespan)
     app.add_middleware(Guard, api_key=api_key, limit=manager.settings.max_request_bytes)
     if origin:  # outermost, so preflights and refusals carry CORS headers too
         app.add_middleware(
