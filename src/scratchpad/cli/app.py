@@ -17,7 +17,14 @@ import typer
 from scratchpad.cli.agent import agent_app
 from scratchpad.cli.commands import CONTEXT_SETTINGS, Command, Group
 from scratchpad.cli.obs import obs_app
-from scratchpad.cli.output import console, err_console, fail, show_cell_end, show_event
+from scratchpad.cli.output import (
+    console,
+    err_console,
+    fail,
+    print_json,
+    show_cell_end,
+    show_event,
+)
 from scratchpad.cli.server_cmd import server_app
 from scratchpad.config import Settings
 from scratchpad.errors import ScratchpadError
@@ -268,9 +275,16 @@ async def _cells_as(runtime: RemoteRuntime, kind: str) -> str:
 
 
 @app.command("ls", cls=Command)
-def ls() -> None:
+def ls(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the pads as JSON: [{name, status, cells}].")
+    ] = False,
+) -> None:
     """List the pads with their status and number of cells."""
     pads = on_server(None, lambda runtime: runtime.server_pads())
+    if as_json:
+        print_json([{key: pad.get(key) for key in ("name", "status", "cells")} for pad in pads])
+        return
     if not pads:
         console.print("no pads yet; create one with: scratchpad exec main 'print(1)'")
     for pad in pads:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 import sys
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,6 +15,20 @@ from scratchpad.runtime.render import describe_output
 
 console = Console(highlight=False, soft_wrap=True)  # the terminal wraps; pipes get whole lines
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+# What json.dumps(ensure_ascii=False) leaves raw that a terminal could act on or not encode.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff]")
+
+
+def print_json(data: Any) -> None:
+    """``data`` as JSON on stdout, for scripts: exact values, no raw control characters.
+
+    ``json.dumps`` escapes C0 controls; DEL, C1 controls and lone surrogates (which it would
+    leave raw) are written as ``\\uXXXX`` escapes too, so the JSON decodes to the same value.
+    """
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+    sys.stdout.flush()
 
 
 def show_event(item: StreamItem) -> None:
