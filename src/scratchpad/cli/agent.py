@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from scratchpad.cli.commands import Command, Group
-from scratchpad.cli.output import console, err_console, fail
+from scratchpad.cli.output import console, err_console, fail, print_text, shown
 from scratchpad.errors import ScratchpadError
 
 if TYPE_CHECKING:  # the memory package is imported by the commands that need it
@@ -119,15 +118,15 @@ def build_agent(root: Path, spec: str | None) -> CycleAgent:
 def show_result(paths: AgentPaths, result: CycleResult) -> None:
     colour = OUTCOME_COLOURS.get(result.outcome, "white")
     line = (
-        f"cycle {escape(result.cycle_id)}: [{colour}]{result.outcome}[/{colour}] "
+        f"cycle {shown(result.cycle_id)}: [{colour}]{result.outcome}[/{colour}] "
         f"after {result.iterations} step(s)"
     )
     if result.summary:
-        line += f": {escape(result.summary)}"
+        line += f": {shown(result.summary)}"
     console.print(line)
     if result.error:
         log = paths.cycle_log(result.cycle_id)
-        err_console.print(f"[red]{escape(result.error)}[/red] (traceback in {escape(str(log))})")
+        err_console.print(f"[red]{shown(result.error)}[/red] (traceback in {shown(str(log))})")
 
 
 @agent_app.command(cls=Command)
@@ -144,15 +143,15 @@ def show_status(found: AgentStatus) -> None:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    grid.add_row("agent", escape(str(found.root)) + ("  (a cycle is running)" * found.running))
+    grid.add_row("agent", shown(str(found.root)) + ("  (a cycle is running)" * found.running))
     grid.add_row("goals", _items(state.get("goals")))
-    grid.add_row("current task", escape(_text(state.get("current_task"))))
+    grid.add_row("current task", shown(_text(state.get("current_task"))))
     grid.add_row("pending", _items(state.get("pending_actions"), numbered=True))
     grid.add_row("completed", f"{len(state.get('completed_tasks') or [])} task(s)")
-    grid.add_row("last updated", escape(str(state.get("last_updated") or "never")))
+    grid.add_row("last updated", shown(str(state.get("last_updated") or "never")))
     grid.add_row("last cycle", _last_cycle(found))
     notes = str(state.get("notes") or "").strip().splitlines()[-5:]
-    grid.add_row("notes (end)", escape("\n".join(notes)) or "-")
+    grid.add_row("notes (end)", shown("\n".join(notes)) or "-")
     console.print(grid)
 
 
@@ -161,7 +160,7 @@ def _items(value: object, *, numbered: bool = False) -> str:
         return "-"
     marks = [f"{n}." if numbered else "-" for n in range(1, len(value) + 1)]
     return "\n".join(
-        f"{mark} {escape(_text(item))}" for mark, item in zip(marks, value, strict=True)
+        f"{mark} {shown(_text(item))}" for mark, item in zip(marks, value, strict=True)
     )
 
 
@@ -174,11 +173,11 @@ def _last_cycle(found: AgentStatus) -> str:
     if last is None:
         return "none yet"
     colour = OUTCOME_COLOURS.get(last.outcome, "white")
-    text = f"{escape(last.cycle_id)}: [{colour}]{escape(last.outcome)}[/{colour}]"
+    text = f"{shown(last.cycle_id)}: [{colour}]{shown(last.outcome)}[/{colour}]"
     if last.iterations is not None:
         text += f" after {last.iterations} step(s)"
     if last.detail:
-        text += f" — {escape(last.detail)}"
+        text += f" — {shown(last.detail)}"
     return text + f"  ({found.cycles} cycle(s) in all)"
 
 
@@ -193,12 +192,12 @@ def diff(
 
     found = guarded(lambda: cycle_diff(AgentPaths.of(root).require(), cycle))
     if not found.changed_keys:
-        console.print(f"cycle {found.cycle_id} changed nothing", markup=False)
+        print_text(f"cycle {found.cycle_id} changed nothing")
         return
-    console.print(f"cycle {found.cycle_id} changed: {', '.join(found.changed_keys)}", markup=False)
+    print_text(f"cycle {found.cycle_id} changed: {', '.join(found.changed_keys)}")
     for line in found.text.splitlines():
         style = _diff_style(line)
-        console.print(f"[{style}]{escape(line)}[/{style}]" if style else escape(line))
+        console.print(f"[{style}]{shown(line)}[/{style}]" if style else shown(line))
 
 
 def _diff_style(line: str) -> str:
@@ -231,11 +230,11 @@ def history(root: RootArg) -> None:
 def _history_row(entry: HistoryEntry) -> list[str]:
     colour = OUTCOME_COLOURS.get(entry.outcome, "magenta")
     return [
-        escape(entry.cycle_id),
-        f"[{colour}]{escape(entry.outcome)}[/{colour}]",
+        shown(entry.cycle_id),
+        f"[{colour}]{shown(entry.outcome)}[/{colour}]",
         "" if entry.iterations is None else str(entry.iterations),
         entry.snapshots,
-        escape(entry.detail),
+        shown(entry.detail),
     ]
 
 

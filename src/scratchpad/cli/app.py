@@ -22,6 +22,7 @@ from scratchpad.cli.output import (
     err_console,
     fail,
     print_json,
+    print_text,
     show_cell_end,
     show_event,
 )
@@ -189,7 +190,7 @@ def exec_(
                 on_event=None if as_json else show_event,
             )
         if as_json:
-            console.print_json(json.dumps(cell.to_dict()))
+            print_json(cell.to_dict())
         else:
             show_cell_end(cell)
         return cell.ok
@@ -230,7 +231,7 @@ class CancelOnInterrupt:
 @app.command(cls=Command)
 def view(pad: PadArg) -> None:
     """Show a pad's cells with their output (older cells compacted)."""
-    console.print(on_server(pad, lambda runtime: _cells_as(runtime, "view")), markup=False)
+    print_text(on_server(pad, lambda runtime: _cells_as(runtime, "view")))
 
 
 @app.command(cls=Command)
@@ -242,7 +243,7 @@ def dump(
 ) -> None:
     """Print a pad as notebook-style markdown, or export it as .ipynb."""
     if ipynb is None:
-        console.print(on_server(pad, lambda runtime: _cells_as(runtime, "dump")), markup=False)
+        print_text(on_server(pad, lambda runtime: _cells_as(runtime, "dump")))
         return
     check_writable(ipynb, "--ipynb")
     notebook = on_server(pad, lambda runtime: _cells_as(runtime, "ipynb"))
@@ -288,7 +289,7 @@ def ls(
     if not pads:
         console.print("no pads yet; create one with: scratchpad exec main 'print(1)'")
     for pad in pads:
-        console.print(f"{pad['name']}\t{pad['status']}\t{pad['cells']} cells", markup=False)
+        print_text(f"{pad['name']}\t{pad['status']}\t{pad['cells']} cells")
 
 
 @app.command(cls=Command)
@@ -319,7 +320,7 @@ def install(
 ) -> None:
     """Install packages into a pad's environment."""
     output = on_server(pad, lambda runtime: runtime.install_packages(packages))
-    console.print(output or "nothing to do", markup=False)
+    print_text(output or "nothing to do")
 
 
 @app.command(cls=Command)

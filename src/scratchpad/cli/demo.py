@@ -6,7 +6,7 @@ import importlib.util
 
 from rich.rule import Rule
 
-from scratchpad.cli.output import console, show_cell_end, show_event
+from scratchpad.cli.output import console, print_text, show_cell_end, show_event
 from scratchpad.runtime.manager import ScratchpadManager
 
 STEPS = [
@@ -36,5 +36,5 @@ async def run_demo(manager: ScratchpadManager) -> None:
         cell = await pad.execute(code, description=description, on_event=show_event)
         show_cell_end(cell)
     console.print(Rule("pad.dump()"))
-    console.print(pad.dump(), markup=False)
+    print_text(pad.dump())
     console.print("pad 'demo' stays on the pad server: try `scratchpad view demo`", markup=False)

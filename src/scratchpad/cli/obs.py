@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from scratchpad.cli.commands import Command, Group
-from scratchpad.cli.output import console, fail
+from scratchpad.cli.output import console, fail, print_text, shown
 from scratchpad.errors import ScratchpadError
 from scratchpad.observations import ObservationStore
 
@@ -42,11 +42,11 @@ def ls(
     for info in entries:
         expires = datetime.fromtimestamp(info.expires_at).strftime("%Y-%m-%d %H:%M:%S")
         table.add_row(
-            info.id,
-            info.turn_id,
+            shown(info.id),
+            shown(info.turn_id),
             str(info.step_num if info.step_num is not None else ""),
-            info.tool or "",
-            info.kind,
+            shown(info.tool or ""),
+            shown(info.kind),
             str(info.size_bytes),
             expires,
         )
@@ -85,8 +85,8 @@ def read(
             max_matches=max_matches,
         )
     )
-    console.print(f"[dim]\\[{result.header()}][/dim]")
-    console.print(result.content, markup=False, highlight=False)
+    console.print(f"[dim]\\[{shown(result.header())}][/dim]")
+    print_text(result.content)
 
 
 @obs_app.command("gc", cls=Command)
