@@ -17,15 +17,7 @@ import typer
 from scratchpad.cli.agent import agent_app
 from scratchpad.cli.commands import CONTEXT_SETTINGS, Command, Group
 from scratchpad.cli.obs import obs_app
-from scratchpad.cli.output import (
-    console,
-    err_console,
-    fail,
-    print_json,
-    print_text,
-    show_cell_end,
-    show_event,
-)
+from scratchpad.cli.output import LiveCell, console, err_console, fail, print_json, print_text
 from scratchpad.cli.server_cmd import server_app
 from scratchpad.config import Settings
 from scratchpad.errors import ScratchpadError
@@ -182,17 +174,18 @@ def exec_(
     source = read_code(code, file)
 
     async def job(runtime: RemoteRuntime) -> bool:
+        live = LiveCell()
         async with CancelOnInterrupt(runtime):
             cell = await runtime.execute(
                 source,
                 description=description,
                 estimated_seconds=estimate,
-                on_event=None if as_json else show_event,
+                on_event=None if as_json else live.event,
             )
         if as_json:
             print_json(cell.to_dict())
         else:
-            show_cell_end(cell)
+            live.end(cell)
         return cell.ok
 
     if not on_server(pad, job):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -24,6 +24,10 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 # C0 controls but newline and tab, DEL, C1 controls; and lone surrogates, which cannot be written.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# CappedOutput's note where it dropped the middle of an oversized stream (runtime/cell.py).
+_DROPPED_NOTE = re.compile(
+    r"\n\[\.\.\. \d+ bytes of output dropped \(kept the first and last part\) \.\.\.\]\n"
+)
 # What json.dumps(ensure_ascii=False) leaves raw that a terminal could act on or not encode.
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff]")
 
@@ -80,9 +84,7 @@ def print_json(data: Any) -> None:
 def show_event(item: StreamItem) -> None:
     """Live output while a cell runs: stdout/stderr as they come, progress dimmed."""
     if isinstance(item, OutputEvent):
-        stream = sys.stdout if item.stream == "stdout" else sys.stderr
-        stream.write(safe_text(item.text))
-        stream.flush()
+        _write(sys.stdout if item.stream == "stdout" else sys.stderr, item.text)
     elif isinstance(item, ProgressEvent):
         err_console.print(f"[dim]… {shown(item.message)}[/dim]")
     elif isinstance(item, DisplayEvent):
@@ -97,6 +99,45 @@ def show_cell_end(cell: Cell) -> None:
         err_console.print(f"[red]{shown(cell.error.rstrip())}[/red]")
     colour = "green" if cell.ok else "red"
     err_console.print(f"[{colour}]\\[{cell.status}][/{colour}] [dim]{cell.duration_s:.3f}s[/dim]")
+
+
+class LiveCell:
+    """One running cell on a terminal: its events as they come, then what of its stored
+    output was not streamed, then its end. The runtime streams only the head of an oversized
+    stream (the stored cell keeps the head, a note of what was dropped, and the tail), so
+    without this the terminal would show a cut stream and no sign of the cut."""
+
+    def __init__(self) -> None:
+        self._streamed: dict[str, list[str]] = {"stdout": [], "stderr": []}
+
+    def event(self, item: StreamItem) -> None:
+        if isinstance(item, OutputEvent):
+            self._streamed[item.stream].append(item.text)
+        show_event(item)
+
+    def end(self, cell: Cell) -> None:
+        for name, stored, stream in (
+            ("stdout", cell.stdout, sys.stdout),
+            ("stderr", cell.stderr, sys.stderr),
+        ):
+            rest = unseen_rest(stored, "".join(self._streamed[name]))
+            if rest:
+                _write(stream, rest if rest.endswith("\n") else rest + "\n")
+        show_cell_end(cell)
+
+
+def unseen_rest(stored: str, streamed: str) -> str:
+    """What of a cell's stored stream was not streamed: what follows the streamed part, or
+    (when the two disagree) the dropped-bytes note and the tail after it, else nothing."""
+    if stored.startswith(streamed):
+        return stored[len(streamed) :]
+    note = _DROPPED_NOTE.search(stored)
+    return stored[note.start() :] if note else ""
+
+
+def _write(stream: TextIO, text: str) -> None:
+    stream.write(safe_text(text))
+    stream.flush()
 
 
 def fail(message: str) -> None:
