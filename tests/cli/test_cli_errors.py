@@ -58,10 +58,11 @@ def test_exec_of_a_file_that_is_not_utf8(not_utf8: Path) -> None:
         assert_one_line_error(code, err, str(not_utf8), "UTF-8")
 
 
-@pytest.mark.parametrize("where", ["missing/notes.ipynb", "."])
+@pytest.mark.parametrize("where", ["missing/notes.ipynb", ".", "a-file/notes.ipynb"])
 def test_dump_ipynb_to_a_path_it_cannot_write(
     where: str, tmp_path: Path, hermetic_env: Path
 ) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
     target = tmp_path / where
     for run in (invoke, scratchpad):
         code, _, err = run("dump", "main", "--ipynb", str(target))

@@ -138,7 +138,7 @@ def read_file(file: Path) -> str:
     try:
         data = file.read_bytes()
     except OSError as exc:
-        fail(f"cannot read {file}: {exc.strerror}")
+        fail(f"cannot read {file}: {exc.strerror}; give a readable file of Python code")
         raise typer.Exit(2) from None
     return decode(data, str(file))
 
@@ -252,6 +252,8 @@ def check_writable(path: Path, option: str) -> None:
     """Refuse at once (before any server is asked) a file path that cannot be written."""
     if path.is_dir():
         fail(f"{option}: {path} is a directory; give a file name, e.g. {path / 'notebook.ipynb'}")
+    elif path.parent.exists() and not path.parent.is_dir():
+        fail(f"{option}: {path.parent} is not a directory; choose another path")
     elif not path.parent.is_dir():
         fail(f"{option}: there is no directory {path.parent}; create it or choose another path")
     else:
