@@ -20,7 +20,7 @@ from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.app import create_app
 
 runner = CliRunner()
-TYPE_NOISE = re.compile(r"<(bool|str|int|float|path|file|list\[\w+\])>")
+TYPE_NOISE = re.compile(r"<(bool|str|int|float|path|file|list\[\w+\])>|\[[\d.<=]*x[<>=\d.]*\]")
 SRC = Path(scratchpad.__file__).parent
 
 

@@ -32,7 +32,7 @@ agent_app = typer.Typer(
 T = TypeVar("T")
 RootArg = Annotated[Path, typer.Argument(help="The agent directory.")]
 MODEL_HELP = (
-    "provider:model (else config.yaml's model, else SCRATCHPAD_MODEL), or scripted:FILE: "
+    "The model (else config.yaml's model, else SCRATCHPAD_MODEL), or scripted:FILE: "
     "a JSON list of replies played in order (tests and demos)."
 )
 OUTCOME_COLOURS = {"done": "green", "max_iterations": "yellow", "failed": "red"}
@@ -69,14 +69,24 @@ def init(root: RootArg) -> None:
     )
 
 
+def not_negative(value: float) -> float:
+    if value < 0:
+        raise typer.BadParameter(f"{value:g} is negative; give 0 or more")
+    return value
+
+
 @agent_app.command(cls=Command)
 def run(
     root: RootArg,
     cycles: Annotated[
-        int, typer.Option(min=0, metavar="N", help="Cycles to run (0: until Ctrl-C).")
+        int,
+        typer.Option(callback=not_negative, metavar="N", help="Cycles to run (0: until Ctrl-C)."),
     ] = 1,
     every: Annotated[
-        float, typer.Option(min=0, metavar="SECONDS", help="Seconds from one start to the next.")
+        float,
+        typer.Option(
+            callback=not_negative, metavar="SECONDS", help="Seconds from one start to the next."
+        ),
     ] = 0,
     model: Annotated[str | None, typer.Option(metavar="PROVIDER:MODEL", help=MODEL_HELP)] = None,
 ) -> None:
