@@ -197,3 +197,15 @@ def test_the_part_of_a_stream_past_the_streamed_head_is_shown_once() -> None:
     assert note, done.stderr[-500:]
     assert head.startswith("c" * 32768 + "\n[... ")
     assert tail.startswith("c" * 32767 + "\n") and "[ok]" in tail
+
+
+def test_a_reader_that_goes_away_ends_exec_quietly() -> None:
+    running = start("exec", "p", "x = 3\nfor i in range(10**6):\n    print(i)")
+    assert running.stdout is not None and running.stderr is not None
+    assert running.stdout.readline() == "0\n"
+    running.stdout.close()  # like `| head -1`
+    assert running.wait(timeout=60) == 1
+    err = running.stderr.read()
+    assert "Traceback" not in err and "error occurred" not in err, err
+    after = scratchpad("exec", "p", "x * 14")
+    assert "Out: 42" in after.stdout, after.stderr

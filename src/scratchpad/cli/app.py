@@ -5,10 +5,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -20,7 +21,8 @@ from scratchpad.cli.obs import obs_app
 from scratchpad.cli.output import LiveCell, console, err_console, fail, print_json, print_text
 from scratchpad.cli.server_cmd import server_app
 from scratchpad.config import Settings
-from scratchpad.errors import ScratchpadError
+from scratchpad.errors import PadError, ScratchpadError
+from scratchpad.runtime.cell import Cell, StreamItem
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
 
@@ -176,12 +178,10 @@ def exec_(
     async def job(runtime: RemoteRuntime) -> bool:
         live = LiveCell()
         async with CancelOnInterrupt(runtime):
-            cell = await runtime.execute(
-                source,
-                description=description,
-                estimated_seconds=estimate,
-                on_event=None if as_json else live.event,
+            items = runtime.execute_streaming(
+                source, description=description, estimated_seconds=estimate
             )
+            cell = await last_cell(items, None if as_json else live.event)
         if as_json:
             print_json(cell.to_dict())
         else:
@@ -190,6 +190,21 @@ def exec_(
 
     if not on_server(pad, job):
         raise typer.Exit(1)
+
+
+async def last_cell(
+    items: AsyncGenerator[StreamItem, None], on_event: Callable[[StreamItem], None] | None
+) -> Cell:
+    """The cell that ends ``items``, passing the events before it to ``on_event``. The stream
+    is closed whatever happens, so a reader that went away (``| head``) ends the request
+    cleanly: the server interrupts the cell, its state is kept."""
+    async with contextlib.aclosing(items):
+        async for item in items:
+            if isinstance(item, Cell):
+                return item
+            if on_event is not None:
+                on_event(item)
+    raise PadError("the pad server ended the stream without the cell; run it again")
 
 
 class CancelOnInterrupt:
