@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from scratchpad._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from scratchpad._version import __version__ as __version__
     from scratchpad.agent.session import Session
     from scratchpad.config import Settings
     from scratchpad.errors import (
@@ -32,9 +33,8 @@ if TYPE_CHECKING:
     from scratchpad.runtime.local import LocalRuntime
     from scratchpad.runtime.manager import ScratchpadManager
 
-__version__ = "0.1.0"
-
 _EXPORTS = {
+    "__version__": "scratchpad._version",
     "Cell": "scratchpad.runtime.cell",
     "ConfigError": "scratchpad.errors",
     "DisplayEvent": "scratchpad.runtime.cell",

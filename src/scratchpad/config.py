@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -139,6 +140,17 @@ class Settings(BaseSettings):
             )
         return self
 
+    @field_validator("remote_url", mode="after")
+    @classmethod
+    def _remote_url_is_http(cls, value: str | None) -> str | None:
+        parts = urlsplit(value or "")
+        if value and (parts.scheme not in ("http", "https") or not parts.netloc):
+            raise ValueError(
+                f"{value!r} is not an http:// or https:// URL; give the pad server's address "
+                "with its scheme, e.g. http://127.0.0.1:8765"
+            )
+        return value
+
     @field_validator("home", mode="after")
     @classmethod
     def _expand_home(cls, value: Path) -> Path:
@@ -151,9 +163,8 @@ class Settings(BaseSettings):
             return cls(**overrides)  # type: ignore[arg-type]
         except ValidationError as exc:
             problems = "; ".join(
-                f"SCRATCHPAD_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
-                if err["loc"]
-                else str(err["msg"]).removeprefix("Value error, ")
+                (f"SCRATCHPAD_{'_'.join(str(p) for p in err['loc']).upper()}: " * bool(err["loc"]))
+                + str(err["msg"]).removeprefix("Value error, ")
                 for err in exc.errors()
             )
             raise ConfigError(

@@ -58,6 +58,20 @@ def test_view_dump_ls_and_rm(tmp_path: Path) -> None:
     assert "no pads yet" in invoke("ls")[1]
 
 
+def test_ls_json_lists_the_pads_for_scripts() -> None:
+    code, out, err = invoke("ls", "--json")
+    assert code == 0, err
+    assert json.loads(out) == []
+    invoke("exec", "beta", "1")
+    invoke("exec", "alpha", "x = 1")
+    invoke("exec", "alpha", "x + 1")
+    code, out, _ = invoke("ls", "--json")
+    assert json.loads(out) == [
+        {"name": "alpha", "status": "idle", "cells": 2},
+        {"name": "beta", "status": "idle", "cells": 1},
+    ]
+
+
 def test_install_into_a_pad(wheel: Path) -> None:
     code, out, err = invoke("install", "main", str(wheel))
     assert code == 0, err

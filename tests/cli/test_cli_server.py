@@ -184,3 +184,44 @@ def test_stopping_the_server_while_a_cell_runs_ends_it_and_keeps_it(hermetic_env
     assert running.returncode == 1 and "[killed]" in err
     shown = scratchpad("view", "p")  # a new background server reads the pad's history
     assert "time.sleep(60)" in shown.stdout and "(cancelled" in shown.stdout
+
+
+def test_an_oversized_stream_shows_head_note_and_tail_as_the_cell_keeps_them() -> None:
+    done = scratchpad("exec", "big", "print('a' * 10_000_000)")
+    assert done.returncode == 0, done.stderr
+    half = 4 * 1024 * 1024  # the default cap is 8 MiB per stream: 4 MiB head, 4 MiB tail
+    dropped = 10_000_001 - 2 * half
+    note = f"\n[... {dropped} bytes of output dropped (kept the first and last part) ...]\n"
+    assert done.stdout == "a" * half + note + "a" * (half - 1) + "\n"
+    assert "[ok]" in done.stderr
+
+
+def test_the_part_of_a_stream_past_the_streamed_head_is_shown_once() -> None:
+    env = {**os.environ, "SCRATCHPAD_OUTPUT_CAP_BYTES": "65536"}  # the background server's cap
+    code = (
+        "import sys\n"
+        "print('once')\n"
+        "print('b' * 50_000)\n"  # past the 32 KiB head, within the cap: nothing dropped
+        "_ = sys.stderr.write('c' * 200_000 + '\\n')\n"  # past the cap: the middle is dropped
+    )
+    done = scratchpad("exec", "p", code, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "once\n" + "b" * 50_000 + "\n"
+    head, note, tail = done.stderr.partition(
+        " bytes of output dropped (kept the first and last part) ...]\n"
+    )
+    assert note, done.stderr[-500:]
+    assert head.startswith("c" * 32768 + "\n[... ")
+    assert tail.startswith("c" * 32767 + "\n") and "[ok]" in tail
+
+
+def test_a_reader_that_goes_away_ends_exec_quietly() -> None:
+    running = start("exec", "p", "x = 3\nfor i in range(10**6):\n    print(i)")
+    assert running.stdout is not None and running.stderr is not None
+    assert running.stdout.readline() == "0\n"
+    running.stdout.close()  # like `| head -1`
+    assert running.wait(timeout=60) == 1
+    err = running.stderr.read()
+    assert "Traceback" not in err and "error occurred" not in err, err
+    after = scratchpad("exec", "p", "x * 14")
+    assert "Out: 42" in after.stdout, after.stderr

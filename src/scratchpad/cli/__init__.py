@@ -6,4 +6,4 @@ from __future__ import annotations
 def main() -> None:
     from scratchpad.cli.app import app
 
-    app()
+    app(prog_name="scratchpad")  # also under `python -m scratchpad.cli`

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from scratchpad.cli.output import console, err_console, fail
+from scratchpad.cli.commands import Command, Group
+from scratchpad.cli.output import console, err_console, fail, print_text, shown
 from scratchpad.errors import ScratchpadError
 
 if TYPE_CHECKING:  # the memory package is imported by the commands that need it
@@ -25,13 +25,14 @@ if TYPE_CHECKING:  # the memory package is imported by the commands that need it
     from scratchpad.memory.snapshots import Which
 
 agent_app = typer.Typer(
+    cls=Group,
     help="Agents with durable YAML state that run in wake → run → sleep cycles.",
     no_args_is_help=True,
 )
 T = TypeVar("T")
 RootArg = Annotated[Path, typer.Argument(help="The agent directory.")]
 MODEL_HELP = (
-    "provider:model (else config.yaml's model, else SCRATCHPAD_MODEL), or scripted:FILE: "
+    "The model (else config.yaml's model, else SCRATCHPAD_MODEL), or scripted:FILE: "
     "a JSON list of replies played in order (tests and demos)."
 )
 OUTCOME_COLOURS = {"done": "green", "max_iterations": "yellow", "failed": "red"}
@@ -46,12 +47,19 @@ def guarded(job: Callable[[], T]) -> T:
         raise typer.Exit(2) from None
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def init(root: RootArg) -> None:
     """Create an agent directory: RULES.md, config.yaml, scratchpad/active.yaml, logs/."""
     from scratchpad.memory.layout import init_agent
 
-    paths, written = guarded(lambda: init_agent(root))
+    try:
+        paths, written = guarded(lambda: init_agent(root))
+    except OSError as exc:
+        fail(
+            f"cannot create the agent directory {root}: {exc.strerror}; choose a path whose "
+            "parent directories exist and can be written"
+        )
+        raise typer.Exit(2) from None
     for path in written:
         console.print(f"created {path.relative_to(paths.root)}", markup=False)
     if not written:
@@ -61,12 +69,26 @@ def init(root: RootArg) -> None:
     )
 
 
-@agent_app.command()
+def not_negative(value: float) -> float:
+    if value < 0:
+        raise typer.BadParameter(f"{value:g} is negative; give 0 or more")
+    return value
+
+
+@agent_app.command(cls=Command)
 def run(
     root: RootArg,
-    cycles: Annotated[int, typer.Option(min=0, help="Cycles to run (0: until Ctrl-C).")] = 1,
-    every: Annotated[float, typer.Option(min=0, help="Seconds from one start to the next.")] = 0,
-    model: Annotated[str | None, typer.Option(help=MODEL_HELP)] = None,
+    cycles: Annotated[
+        int,
+        typer.Option(callback=not_negative, metavar="N", help="Cycles to run (0: until Ctrl-C)."),
+    ] = 1,
+    every: Annotated[
+        float,
+        typer.Option(
+            callback=not_negative, metavar="SECONDS", help="Seconds from one start to the next."
+        ),
+    ] = 0,
+    model: Annotated[str | None, typer.Option(metavar="PROVIDER:MODEL", help=MODEL_HELP)] = None,
 ) -> None:
     """Run cycles: wake, let the model work on the state, sleep. Exit 1 if one failed."""
     from scratchpad.memory.models import ProviderModel
@@ -106,18 +128,18 @@ def build_agent(root: Path, spec: str | None) -> CycleAgent:
 def show_result(paths: AgentPaths, result: CycleResult) -> None:
     colour = OUTCOME_COLOURS.get(result.outcome, "white")
     line = (
-        f"cycle {escape(result.cycle_id)}: [{colour}]{result.outcome}[/{colour}] "
+        f"cycle {shown(result.cycle_id)}: [{colour}]{result.outcome}[/{colour}] "
         f"after {result.iterations} step(s)"
     )
     if result.summary:
-        line += f": {escape(result.summary)}"
+        line += f": {shown(result.summary)}"
     console.print(line)
     if result.error:
         log = paths.cycle_log(result.cycle_id)
-        err_console.print(f"[red]{escape(result.error)}[/red] (traceback in {escape(str(log))})")
+        err_console.print(f"[red]{shown(result.error)}[/red] (traceback in {shown(str(log))})")
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def status(root: RootArg) -> None:
     """Goals, current task, pending actions, and the last cycle with how it ended."""
     from scratchpad.memory.layout import AgentPaths
@@ -131,15 +153,15 @@ def show_status(found: AgentStatus) -> None:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    grid.add_row("agent", escape(str(found.root)) + ("  (a cycle is running)" * found.running))
+    grid.add_row("agent", shown(str(found.root)) + ("  (a cycle is running)" * found.running))
     grid.add_row("goals", _items(state.get("goals")))
-    grid.add_row("current task", escape(_text(state.get("current_task"))))
+    grid.add_row("current task", shown(_text(state.get("current_task"))))
     grid.add_row("pending", _items(state.get("pending_actions"), numbered=True))
     grid.add_row("completed", f"{len(state.get('completed_tasks') or [])} task(s)")
-    grid.add_row("last updated", escape(str(state.get("last_updated") or "never")))
+    grid.add_row("last updated", shown(str(state.get("last_updated") or "never")))
     grid.add_row("last cycle", _last_cycle(found))
     notes = str(state.get("notes") or "").strip().splitlines()[-5:]
-    grid.add_row("notes (end)", escape("\n".join(notes)) or "-")
+    grid.add_row("notes (end)", shown("\n".join(notes)) or "-")
     console.print(grid)
 
 
@@ -148,7 +170,7 @@ def _items(value: object, *, numbered: bool = False) -> str:
         return "-"
     marks = [f"{n}." if numbered else "-" for n in range(1, len(value) + 1)]
     return "\n".join(
-        f"{mark} {escape(_text(item))}" for mark, item in zip(marks, value, strict=True)
+        f"{mark} {shown(_text(item))}" for mark, item in zip(marks, value, strict=True)
     )
 
 
@@ -161,15 +183,15 @@ def _last_cycle(found: AgentStatus) -> str:
     if last is None:
         return "none yet"
     colour = OUTCOME_COLOURS.get(last.outcome, "white")
-    text = f"{escape(last.cycle_id)}: [{colour}]{escape(last.outcome)}[/{colour}]"
+    text = f"{shown(last.cycle_id)}: [{colour}]{shown(last.outcome)}[/{colour}]"
     if last.iterations is not None:
         text += f" after {last.iterations} step(s)"
     if last.detail:
-        text += f" — {escape(last.detail)}"
+        text += f" — {shown(last.detail)}"
     return text + f"  ({found.cycles} cycle(s) in all)"
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def diff(
     root: RootArg,
     cycle: Annotated[str | None, typer.Argument(help="Cycle id (default: the last).")] = None,
@@ -180,12 +202,12 @@ def diff(
 
     found = guarded(lambda: cycle_diff(AgentPaths.of(root).require(), cycle))
     if not found.changed_keys:
-        console.print(f"cycle {found.cycle_id} changed nothing", markup=False)
+        print_text(f"cycle {found.cycle_id} changed nothing")
         return
-    console.print(f"cycle {found.cycle_id} changed: {', '.join(found.changed_keys)}", markup=False)
+    print_text(f"cycle {found.cycle_id} changed: {', '.join(found.changed_keys)}")
     for line in found.text.splitlines():
         style = _diff_style(line)
-        console.print(f"[{style}]{escape(line)}[/{style}]" if style else escape(line))
+        console.print(f"[{style}]{shown(line)}[/{style}]" if style else shown(line))
 
 
 def _diff_style(line: str) -> str:
@@ -196,7 +218,7 @@ def _diff_style(line: str) -> str:
     return {"+": "green", "-": "red"}.get(line[:1], "")
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def history(root: RootArg) -> None:
     """Every cycle with its outcome: done, max_iterations or failed."""
     from scratchpad.memory.layout import AgentPaths
@@ -218,15 +240,15 @@ def history(root: RootArg) -> None:
 def _history_row(entry: HistoryEntry) -> list[str]:
     colour = OUTCOME_COLOURS.get(entry.outcome, "magenta")
     return [
-        escape(entry.cycle_id),
-        f"[{colour}]{escape(entry.outcome)}[/{colour}]",
+        shown(entry.cycle_id),
+        f"[{colour}]{shown(entry.outcome)}[/{colour}]",
         "" if entry.iterations is None else str(entry.iterations),
         entry.snapshots,
-        escape(entry.detail),
+        shown(entry.detail),
     ]
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def restore(
     root: RootArg,
     cycle: Annotated[str, typer.Argument(help="Cycle id, or a saved prerestore_/prereset_ name.")],
@@ -251,7 +273,7 @@ def restore(
         )
 
 
-@agent_app.command()
+@agent_app.command(cls=Command)
 def reset(root: RootArg) -> None:
     """Remove active.yaml: the next cycle starts from the default state. Snapshots stay."""
     from scratchpad.memory.clock import local_now

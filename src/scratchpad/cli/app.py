@@ -5,25 +5,31 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
 from scratchpad.cli.agent import agent_app
+from scratchpad.cli.commands import CONTEXT_SETTINGS, Command, Group
 from scratchpad.cli.obs import obs_app
-from scratchpad.cli.output import console, err_console, fail, show_cell_end, show_event
+from scratchpad.cli.output import LiveCell, console, err_console, fail, print_json, print_text
 from scratchpad.cli.server_cmd import server_app
 from scratchpad.config import Settings
-from scratchpad.errors import ScratchpadError
+from scratchpad.errors import PadError, ScratchpadError
+from scratchpad.runtime.cell import Cell, StreamItem
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
 
 app = typer.Typer(
+    name="scratchpad",
+    cls=Group,
+    context_settings=CONTEXT_SETTINGS,
     help="Scratchpad: persistent Python pads for LLM agents.",
     no_args_is_help=True,
     add_completion=False,
@@ -35,6 +41,24 @@ app.add_typer(server_app, name="server")
 app.add_typer(agent_app, name="agent")
 
 PadArg = Annotated[str, typer.Argument(help="Pad name, e.g. 'main'.")]
+
+
+def show_version(wanted: bool) -> None:
+    if wanted:
+        from scratchpad import __version__
+
+        console.print(f"scratchpad {__version__}", markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=show_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    pass
 
 
 def bridge(job: Coroutine[Any, Any, T]) -> T:
@@ -88,52 +112,99 @@ async def _on_server_settings() -> Settings:
     return settings.model_copy(update=update)
 
 
+NO_CODE = "no code given: {why}; pass CODE, --file FILE, or pipe code into '-'"
+
+
 def read_code(code: str | None, file: Path | None) -> str:
+    """The code to run, from the argument, the file, or standard input; empty code (an empty
+    argument, file or standard input) is a usage error, not an empty cell."""
     if file is not None and code is not None:
         fail("give the code as an argument or with --file, not both")
         raise typer.Exit(2)
     if file is not None:
-        try:
-            return file.read_text(encoding="utf-8")
-        except OSError as exc:
-            fail(f"cannot read {file}: {exc.strerror}")
-            raise typer.Exit(2) from None
-    if code is None or code == "-":
-        if sys.stdin.isatty() and code is None:
-            fail("no code given: pass CODE, --file FILE, or '-' to read standard input")
-            raise typer.Exit(2)
-        return sys.stdin.read()
-    return code
+        source, why = read_file(file), f"{file} is empty"
+    elif code is None and sys.stdin.isatty():
+        source, why = "", "no CODE argument and standard input is a terminal"
+    elif code is None or code == "-":
+        source, why = decode(sys.stdin.buffer.read(), "standard input"), "standard input was empty"
+    else:
+        source, why = code, "the CODE argument is empty"
+    if not source.strip():
+        fail(NO_CODE.format(why=why))
+        raise typer.Exit(2)
+    return source
 
 
-@app.command("exec")
+def read_file(file: Path) -> str:
+    """The text of a code file; a file that cannot be read, or is not UTF-8, is a usage error."""
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        fail(f"cannot read {file}: {exc.strerror}; give a readable file of Python code")
+        raise typer.Exit(2) from None
+    return decode(data, str(file))
+
+
+def decode(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        fail(
+            f"{what} is not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start}); "
+            "give the code as UTF-8"
+        )
+        raise typer.Exit(2) from None
+
+
+@app.command("exec", cls=Command)
 def exec_(
     pad: PadArg,
     code: Annotated[str | None, typer.Argument(help="Python code, or '-' for stdin.")] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", help="Run this file.")] = None,
-    description: Annotated[str, typer.Option("--description", "-d")] = "",
-    estimate: Annotated[float, typer.Option(help="Estimated seconds (sets timeouts).")] = 0.0,
+    description: Annotated[
+        str, typer.Option("--description", "-d", metavar="TEXT", help="What the cell does.")
+    ] = "",
+    estimate: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS", show_default=False, help="How long it should take (sets timeouts)."
+        ),
+    ] = 0.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the cell as JSON.")] = False,
 ) -> None:
     """Run code in a pad (created on first use), streaming its output; Ctrl-C cancels it."""
     source = read_code(code, file)
 
     async def job(runtime: RemoteRuntime) -> bool:
+        live = LiveCell()
         async with CancelOnInterrupt(runtime):
-            cell = await runtime.execute(
-                source,
-                description=description,
-                estimated_seconds=estimate,
-                on_event=None if as_json else show_event,
+            items = runtime.execute_streaming(
+                source, description=description, estimated_seconds=estimate
             )
+            cell = await last_cell(items, None if as_json else live.event)
         if as_json:
-            console.print_json(json.dumps(cell.to_dict()))
+            print_json(cell.to_dict())
         else:
-            show_cell_end(cell)
+            live.end(cell)
         return cell.ok
 
     if not on_server(pad, job):
         raise typer.Exit(1)
+
+
+async def last_cell(
+    items: AsyncGenerator[StreamItem, None], on_event: Callable[[StreamItem], None] | None
+) -> Cell:
+    """The cell that ends ``items``, passing the events before it to ``on_event``. The stream
+    is closed whatever happens, so a reader that went away (``| head``) ends the request
+    cleanly: the server interrupts the cell, its state is kept."""
+    async with contextlib.aclosing(items):
+        async for item in items:
+            if isinstance(item, Cell):
+                return item
+            if on_event is not None:
+                on_event(item)
+    raise PadError("the pad server ended the stream without the cell; run it again")
 
 
 class CancelOnInterrupt:
@@ -165,24 +236,44 @@ class CancelOnInterrupt:
             self._main.cancel()
 
 
-@app.command()
+@app.command(cls=Command)
 def view(pad: PadArg) -> None:
     """Show a pad's cells with their output (older cells compacted)."""
-    console.print(on_server(pad, lambda runtime: _cells_as(runtime, "view")), markup=False)
+    print_text(on_server(pad, lambda runtime: _cells_as(runtime, "view")))
 
 
-@app.command()
+@app.command(cls=Command)
 def dump(
     pad: PadArg,
-    ipynb: Annotated[Path | None, typer.Option(help="Write a Jupyter notebook here.")] = None,
+    ipynb: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Write a Jupyter notebook here.")
+    ] = None,
 ) -> None:
     """Print a pad as notebook-style markdown, or export it as .ipynb."""
     if ipynb is None:
-        console.print(on_server(pad, lambda runtime: _cells_as(runtime, "dump")), markup=False)
+        print_text(on_server(pad, lambda runtime: _cells_as(runtime, "dump")))
         return
+    check_writable(ipynb, "--ipynb")
     notebook = on_server(pad, lambda runtime: _cells_as(runtime, "ipynb"))
-    ipynb.write_text(notebook, encoding="utf-8")
-    console.print(f"wrote {ipynb}")
+    try:
+        ipynb.write_text(notebook, encoding="utf-8")
+    except OSError as exc:
+        fail(f"--ipynb: cannot write {ipynb}: {exc.strerror}; choose another path")
+        raise typer.Exit(2) from None
+    console.print(f"wrote {ipynb}", markup=False)
+
+
+def check_writable(path: Path, option: str) -> None:
+    """Refuse at once (before any server is asked) a file path that cannot be written."""
+    if path.is_dir():
+        fail(f"{option}: {path} is a directory; give a file name, e.g. {path / 'notebook.ipynb'}")
+    elif path.parent.exists() and not path.parent.is_dir():
+        fail(f"{option}: {path.parent} is not a directory; choose another path")
+    elif not path.parent.is_dir():
+        fail(f"{option}: there is no directory {path.parent}; create it or choose another path")
+    else:
+        return
+    raise typer.Exit(2)
 
 
 async def _cells_as(runtime: RemoteRuntime, kind: str) -> str:
@@ -194,51 +285,59 @@ async def _cells_as(runtime: RemoteRuntime, kind: str) -> str:
     return json.dumps(runtime.to_ipynb(), indent=1)
 
 
-@app.command("ls")
-def ls() -> None:
+@app.command("ls", cls=Command)
+def ls(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the pads as JSON: [{name, status, cells}].")
+    ] = False,
+) -> None:
     """List the pads with their status and number of cells."""
     pads = on_server(None, lambda runtime: runtime.server_pads())
+    if as_json:
+        print_json([{key: pad.get(key) for key in ("name", "status", "cells")} for pad in pads])
+        return
     if not pads:
         console.print("no pads yet; create one with: scratchpad exec main 'print(1)'")
     for pad in pads:
-        console.print(f"{pad['name']}\t{pad['status']}\t{pad['cells']} cells", markup=False)
+        print_text(f"{pad['name']}\t{pad['status']}\t{pad['cells']} cells")
 
 
-@app.command()
+@app.command(cls=Command)
 def rm(pad: PadArg) -> None:
     """Delete a pad: its environment, packages and history."""
     on_server(pad, lambda runtime: runtime.cleanup())
     console.print(f"removed pad {pad}", markup=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def reset(pad: PadArg) -> None:
     """Clear a pad's cells and state; installed packages stay."""
     on_server(pad, lambda runtime: runtime.reset())
     console.print(f"reset pad {pad}", markup=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def cancel(pad: PadArg) -> None:
     """Cancel the cell running in a pad (its variables stay)."""
     on_server(pad, lambda runtime: runtime.cancel())
     console.print(f"cancelled the running cell of {pad}, if any", markup=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def install(
     pad: PadArg,
     packages: Annotated[list[str], typer.Argument(help="Package specs, e.g. requests 'six>=1'.")],
 ) -> None:
     """Install packages into a pad's environment."""
     output = on_server(pad, lambda runtime: runtime.install_packages(packages))
-    console.print(output or "nothing to do", markup=False)
+    print_text(output or "nothing to do")
 
 
-@app.command()
+@app.command(cls=Command)
 def chat(
     model: Annotated[
-        str | None, typer.Option(help="provider:model (else SCRATCHPAD_MODEL).")
+        str | None,
+        typer.Option(metavar="PROVIDER:MODEL", help="The model (else SCRATCHPAD_MODEL)."),
     ] = None,
     pad: Annotated[str, typer.Option(help="The pad the model works in.")] = "main",
 ) -> None:
@@ -248,10 +347,18 @@ def chat(
     run(lambda manager: run_chat(manager, model, pad))
 
 
-@app.command()
+def check_port(value: int) -> int:
+    if not 0 <= value <= 65535:
+        raise typer.BadParameter(f"{value} is not a port: use 0 to 65535 (0 picks a free one)")
+    return value
+
+
+@app.command(cls=Command)
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    port: Annotated[
+        int, typer.Option(callback=check_port, help="Port to listen on, 0-65535 (0: any free).")
+    ] = 8765,
 ) -> None:
     """Serve pads over HTTP (the remote-backend protocol and /v1 read endpoints)."""
     from scratchpad.server.serve import serve as run_server
@@ -265,10 +372,12 @@ def serve(
         pass
 
 
-@app.command("mcp")
+@app.command("mcp", cls=Command)
 def mcp_stdio() -> None:
-    """Serve pads to an MCP client over standard input/output (e.g. Claude Desktop); the pads
-    are the pad server's, shared with exec and the rest."""
+    """Serve pads to an MCP client over stdin/stdout (e.g. Claude Desktop).
+
+    The pads are the pad server's, shared with exec and the rest.
+    """
     from scratchpad.observations.store import ObservationStore
     from scratchpad.server.mcp_server import serve_stdio
 
@@ -279,7 +388,7 @@ def mcp_stdio() -> None:
     run(job)
 
 
-@app.command()
+@app.command(cls=Command)
 def demo() -> None:
     """A short tour: a pad keeps state, reports an error, draws a plot."""
     from scratchpad.cli.demo import run_demo

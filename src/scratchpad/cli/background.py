@@ -93,6 +93,16 @@ def _start(settings: Settings, port: int) -> ServerRecord:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C in this terminal must not reach it
         )
+    try:
+        return _wait_started(settings, process, log)
+    except BaseException:  # it never answered as itself: it must not linger unrecorded
+        _kill(settings, process)
+        raise
+
+
+def _wait_started(
+    settings: Settings, process: subprocess.Popen[bytes], log: os.PathLike[str]
+) -> ServerRecord:
     key = resolve_api_key(settings)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -105,8 +115,15 @@ def _start(settings: Settings, port: int) -> ServerRecord:
         if record is not None and record.pid == process.pid and _identifies(record, key):
             return record
         time.sleep(0.05)
-    process.kill()
     raise ScratchpadError(f"the background server did not answer within {START_TIMEOUT_S:g}s")
+
+
+def _kill(settings: Settings, process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=STOP_TIMEOUT_S)
+    clear_record(settings, process.pid)
 
 
 def _answering(settings: Settings, key: str, wait_s: float) -> ServerRecord | None:

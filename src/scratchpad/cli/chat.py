@@ -10,10 +10,8 @@ import sys
 import threading
 from pathlib import Path
 
-from rich.markup import escape
-
 from scratchpad.agent import Session, SessionEvent
-from scratchpad.cli.output import console, err_console
+from scratchpad.cli.output import console, err_console, shown
 from scratchpad.errors import ScratchpadError
 from scratchpad.llm.adapters import create_provider
 from scratchpad.observations import ObservationStore
@@ -47,7 +45,7 @@ async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> N
             try:
                 await _turn(session, manager, text, images)
             except ScratchpadError as exc:  # a failed turn is reported; the chat goes on
-                err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+                err_console.print(f"[red]error:[/red] {shown(str(exc))}")
     finally:
         store.close()
 
@@ -72,20 +70,20 @@ async def _turn(session: Session, manager: ScratchpadManager, text: str, images:
 def _show(event: SessionEvent, images: Path) -> None:
     data = event.data
     if event.kind == "text_delta":
-        console.print(escape(str(data["text"])), end="")
+        console.print(shown(str(data["text"])), end="")
     elif event.kind == "tool_call":
         code = data["input"].get("code") if isinstance(data.get("input"), dict) else None
-        detail = f": {escape(str(code).splitlines()[0][:80])}" if code else ""
-        err_console.print(f"[cyan]› {escape(str(data['name']))}{detail}[/cyan]")
+        detail = f": {shown(str(code).splitlines()[0][:80])}" if code else ""
+        err_console.print(f"[cyan]› {shown(str(data['name']))}{detail}[/cyan]")
     elif event.kind == "tool_progress":
-        err_console.print(f"[dim]  … {escape(str(data['message']))}[/dim]")
+        err_console.print(f"[dim]  … {shown(str(data['message']))}[/dim]")
     elif event.kind == "tool_result":
         colour = "green" if data["ok"] else "red"
         first = str(data["text"]).strip().splitlines()[:1]
-        err_console.print(f"[{colour}]  ‹ {escape(first[0][:100]) if first else ''}[/{colour}]")
+        err_console.print(f"[{colour}]  ‹ {shown(first[0][:100]) if first else ''}[/{colour}]")
         for image in data.get("images", []):
             path = _save(images, image.media_type, image.data)
-            err_console.print(f"[magenta]  image saved: {path}[/magenta]")
+            err_console.print(f"[magenta]  image saved: {shown(path)}[/magenta]")
     elif event.kind == "cap_exhausted":
         err_console.print("[yellow]  tool-round cap reached; asking for a summary[/yellow]")
 

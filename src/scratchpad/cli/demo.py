@@ -6,7 +6,7 @@ import importlib.util
 
 from rich.rule import Rule
 
-from scratchpad.cli.output import console, show_cell_end, show_event
+from scratchpad.cli.output import LiveCell, console, print_text
 from scratchpad.runtime.manager import ScratchpadManager
 
 STEPS = [
@@ -33,8 +33,9 @@ async def run_demo(manager: ScratchpadManager) -> None:
     for description, code in steps:
         console.print(Rule(description))
         console.print(code, markup=False, style="bold")
-        cell = await pad.execute(code, description=description, on_event=show_event)
-        show_cell_end(cell)
+        live = LiveCell()
+        cell = await pad.execute(code, description=description, on_event=live.event)
+        live.end(cell)
     console.print(Rule("pad.dump()"))
-    console.print(pad.dump(), markup=False)
+    print_text(pad.dump())
     console.print("pad 'demo' stays on the pad server: try `scratchpad view demo`", markup=False)

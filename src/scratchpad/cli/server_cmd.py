@@ -5,12 +5,14 @@ from __future__ import annotations
 import typer
 
 from scratchpad.cli.background import endpoint, stop
+from scratchpad.cli.commands import Command, Group
 from scratchpad.cli.output import console, fail
 from scratchpad.config import Settings
 from scratchpad.errors import ScratchpadError
 from scratchpad.server.state import log_path, running_record
 
 server_app = typer.Typer(
+    cls=Group,
     help="The pad server the CLI uses (started in the background when needed).",
     no_args_is_help=True,
 )
@@ -24,7 +26,7 @@ def _settings() -> Settings:
         raise typer.Exit(2) from None
 
 
-@server_app.command()
+@server_app.command(cls=Command)
 def start() -> None:
     """Start the background server for this home (nothing to do when one runs)."""
     settings = _settings()
@@ -36,7 +38,7 @@ def start() -> None:
     console.print(f"serving at {target.url} (log: {log_path(settings)})", markup=False)
 
 
-@server_app.command()
+@server_app.command(cls=Command)
 def status() -> None:
     """Say whether this home's server runs, where, and under which pid (exit 1 if not)."""
     settings = _settings()
@@ -47,7 +49,7 @@ def status() -> None:
     console.print(f"running at {record.url} (pid {record.pid})", markup=False)
 
 
-@server_app.command("stop")
+@server_app.command("stop", cls=Command)
 def stop_() -> None:
     """Stop this home's server; it closes every pad first (their venvs stay)."""
     settings = _settings()
