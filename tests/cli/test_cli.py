@@ -67,8 +67,8 @@ def test_ls_json_lists_the_pads_for_scripts() -> None:
     invoke("exec", "alpha", "x + 1")
     code, out, _ = invoke("ls", "--json")
     assert json.loads(out) == [
-        {"name": "alpha", "status": "idle", "cells": 2},
-        {"name": "beta", "status": "idle", "cells": 1},
+        {"name": "alpha", "status": "idle", "cells": 2, "queued": 0},
+        {"name": "beta", "status": "idle", "cells": 1, "queued": 0},
     ]
 
 

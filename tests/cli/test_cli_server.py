@@ -4,6 +4,7 @@ demand, variables kept between commands, streamed output, Ctrl-C and ``cancel``,
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -134,7 +135,7 @@ def test_pad_commands_use_the_remote_server_named_by_settings(
     assert read_record(Settings(home=hermetic_env)) is None  # no local server was started
 
 
-@pytest.mark.parametrize("command", [["view", "x/y"], ["exec", "-", "1"]])
+@pytest.mark.parametrize("command", [["view", "x\x07y"], ["exec", "", "1"], ["view", "a\nb"]])
 def test_bad_pad_names_are_refused_before_anything_runs(
     command: list[str], hermetic_env: Path
 ) -> None:
@@ -183,7 +184,8 @@ def test_stopping_the_server_while_a_cell_runs_ends_it_and_keeps_it(hermetic_env
     _, err = running.communicate(timeout=30)
     assert running.returncode == 1 and "[killed]" in err
     shown = scratchpad("view", "p")  # a new background server reads the pad's history
-    assert "time.sleep(60)" in shown.stdout and "(cancelled" in shown.stdout
+    assert "time.sleep(60)" in shown.stdout and "(killed" in shown.stdout
+    assert "Cell stopped: the server stopped while it ran" in shown.stdout
 
 
 def test_an_oversized_stream_shows_head_note_and_tail_as_the_cell_keeps_them() -> None:
@@ -225,3 +227,49 @@ def test_a_reader_that_goes_away_ends_exec_quietly() -> None:
     assert "Traceback" not in err and "error occurred" not in err, err
     after = scratchpad("exec", "p", "x * 14")
     assert "Out: 42" in after.stdout, after.stderr
+
+
+def test_ctrl_c_cancels_this_commands_cell_never_another_clients() -> None:
+    first = start("exec", "p", LONG_CELL)
+    wait_for_line(first, "started")
+    queued = start("exec", "p", "print('should not run')")
+    deadline = time.monotonic() + 30
+    while not _queued_on_server("p"):
+        assert time.monotonic() < deadline, "the second cell never reached the server"
+        time.sleep(0.05)
+    queued.send_signal(signal.SIGINT)
+    out, err = queued.communicate(timeout=30)
+    assert "should not run" not in out
+    assert "before it started; nothing ran" in err and "[cancelled]" in err
+    assert first.poll() is None  # the other client's cell goes on
+    assert scratchpad("cancel", "p").stdout.strip() == "cancelled the running cell of p"
+    first.communicate(timeout=30)
+
+
+def _queued_on_server(name: str) -> bool:
+    listed = json.loads(scratchpad("ls", "--json").stdout or "[]")
+    return any(pad["name"] == name and pad["queued"] for pad in listed)
+
+
+def test_exec_timeout_is_a_hard_limit() -> None:
+    done = scratchpad("exec", "p", "--timeout", "0.5", "import time\ntime.sleep(30)")
+    assert done.returncode == 1
+    assert "Cell timed out after 0.5s (interrupted; variables are kept)" in done.stderr
+    assert "[timeout]" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["reset", "ghost"], "no pad named 'ghost'"),
+        (["cancel", "ghost"], "no pad named 'ghost'"),
+        (["rm", "ghost"], "no pad named 'ghost'"),
+        (["rm", ""], "invalid pad name ''"),
+    ],
+)
+def test_commands_on_a_pad_that_does_not_exist_say_so(args: list[str], message: str) -> None:
+    assert scratchpad("exec", "main", "kept = 1").returncode == 0
+    done = scratchpad(*args)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert "Out: 1" in scratchpad("exec", "main", "kept").stdout  # main was not touched
+    assert "ghost" not in scratchpad("ls").stdout  # nothing was created

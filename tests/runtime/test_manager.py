@@ -176,3 +176,11 @@ async def test_get_or_create_waits_for_a_removal_of_the_same_name(
     cell = await reborn.execute("import sys\nsys.prefix")
     assert cell.status == "ok", cell.error
     assert (manager.settings.home / "pads" / "phoenix" / "bin" / "python").exists()
+
+
+async def test_a_cell_cancelled_before_it_arrived_never_runs(manager: ScratchpadManager) -> None:
+    pad = await manager.get_or_create("late")
+    assert not await pad.cancel("on-its-way")  # nothing to cancel yet ...
+    cell = await pad.execute("ran = True", cell_id="on-its-way")  # ... but it must not run
+    assert cell.status == "cancelled" and "nothing ran" in (cell.error or "")
+    assert (await pad.execute("'ran' in dir()")).result == "False"

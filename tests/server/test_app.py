@@ -106,7 +106,7 @@ async def test_read_endpoints(client: httpx.AsyncClient) -> None:
         json={"name": "read", "code": "print('hi')", "description": "greet"},
     )
     assert (await client.get("/v1/pads")).json() == {
-        "pads": [{"name": "read", "status": "idle", "cells": 1}]
+        "pads": [{"name": "read", "status": "idle", "cells": 1, "queued": 0}]
     }
     cells = (await client.get("/v1/pads/read")).json()["cells"]
     assert cells[0]["stdout"] == "hi\n"
@@ -312,6 +312,6 @@ async def test_the_pad_list_counts_stopped_histories_off_the_event_loop(
     monkeypatch.setattr(manager_module, "count_cells", count)
     for _ in range(2):
         listed = (await client.get("/v1/pads")).json()["pads"]
-        assert listed == [{"name": "s", "status": "stopped", "cells": 1}]
+        assert listed == [{"name": "s", "status": "stopped", "cells": 1, "queued": 0}]
     assert threads and threading.main_thread().name not in threads
     assert len(threads) == 1  # the second listing reused the count: the file did not change

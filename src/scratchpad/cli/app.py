@@ -21,8 +21,8 @@ from scratchpad.cli.obs import obs_app
 from scratchpad.cli.output import LiveCell, console, err_console, fail, print_json, print_text
 from scratchpad.cli.server_cmd import server_app
 from scratchpad.config import Settings
-from scratchpad.errors import PadError, ScratchpadError
-from scratchpad.runtime.cell import Cell, StreamItem
+from scratchpad.errors import PadError, PadNotFoundError, ScratchpadError
+from scratchpad.runtime.cell import Cell, StreamItem, new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
 
@@ -93,7 +93,7 @@ def on_server(pad: str | None, job: Callable[[RemoteRuntime], Awaitable[T]]) -> 
     async def runner() -> T:
         settings = await _on_server_settings()
         url, key = settings.remote_url or "", settings.remote_api_key or ""
-        runtime = RemoteRuntime(pad or "main", url=url, api_key=key)
+        runtime = RemoteRuntime("main" if pad is None else pad, url=url, api_key=key)
         try:
             return await job(runtime)
         finally:
@@ -170,16 +170,25 @@ def exec_(
             metavar="SECONDS", show_default=False, help="How long it should take (sets timeouts)."
         ),
     ] = 0.0,
+    timeout: Annotated[
+        float | None,
+        typer.Option(metavar="SECONDS", show_default=False, help="A hard time limit for it."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the cell as JSON.")] = False,
 ) -> None:
     """Run code in a pad (created on first use), streaming its output; Ctrl-C cancels it."""
     source = read_code(code, file)
+    cell_id = new_cell_id()  # Ctrl-C cancels this cell, never another client's
 
     async def job(runtime: RemoteRuntime) -> bool:
         live = LiveCell()
-        async with CancelOnInterrupt(runtime):
+        async with CancelOnInterrupt(runtime, cell_id):
             items = runtime.execute_streaming(
-                source, description=description, estimated_seconds=estimate
+                source,
+                description=description,
+                estimated_seconds=estimate,
+                timeout_s=timeout,
+                cell_id=cell_id,
             )
             cell = await last_cell(items, None if as_json else live.event)
         if as_json:
@@ -208,11 +217,12 @@ async def last_cell(
 
 
 class CancelOnInterrupt:
-    """First Ctrl-C cancels the running cell (its output so far is kept); a second one
-    stops waiting for it."""
+    """First Ctrl-C cancels cell ``cell_id`` (queued: it never runs; running: interrupted,
+    its output so far is kept); a second one stops waiting for it."""
 
-    def __init__(self, runtime: RemoteRuntime) -> None:
+    def __init__(self, runtime: RemoteRuntime, cell_id: str) -> None:
         self._runtime = runtime
+        self._cell_id = cell_id
         self._loop = asyncio.get_running_loop()
         self._main = asyncio.current_task()
         self._cancelling: asyncio.Task[bool] | None = None
@@ -231,7 +241,7 @@ class CancelOnInterrupt:
     def _interrupted(self) -> None:
         if self._cancelling is None:
             err_console.print("[yellow]cancelling the cell… (Ctrl-C again to stop waiting)[/]")
-            self._cancelling = self._loop.create_task(self._runtime.cancel())
+            self._cancelling = self._loop.create_task(self._runtime.cancel(self._cell_id))
         elif self._main is not None:
             self._main.cancel()
 
@@ -288,39 +298,50 @@ async def _cells_as(runtime: RemoteRuntime, kind: str) -> str:
 @app.command("ls", cls=Command)
 def ls(
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the pads as JSON: [{name, status, cells}].")
+        bool,
+        typer.Option("--json", help="Print the pads as JSON: [{name, status, cells, queued}]."),
     ] = False,
 ) -> None:
     """List the pads with their status and number of cells."""
     pads = on_server(None, lambda runtime: runtime.server_pads())
     if as_json:
-        print_json([{key: pad.get(key) for key in ("name", "status", "cells")} for pad in pads])
+        keys = ("name", "status", "cells", "queued")
+        print_json([{key: pad.get(key, 0) for key in keys} for pad in pads])
         return
     if not pads:
         console.print("no pads yet; create one with: scratchpad exec main 'print(1)'")
     for pad in pads:
-        print_text(f"{pad['name']}\t{pad['status']}\t{pad['cells']} cells")
+        waiting = f", {pad['queued']} queued" if pad.get("queued") else ""
+        print_text(f"{pad['name']}\t{pad['status']}{waiting}\t{pad['cells']} cells")
 
 
 @app.command(cls=Command)
 def rm(pad: PadArg) -> None:
     """Delete a pad: its environment, packages and history."""
-    on_server(pad, lambda runtime: runtime.cleanup())
-    console.print(f"removed pad {pad}", markup=False)
+    on_server(pad, _remove)
+    print_text(f"removed pad {pad}")
+
+
+async def _remove(runtime: RemoteRuntime) -> None:
+    if runtime.name not in {str(known.get("name")) for known in await runtime.server_pads()}:
+        raise PadNotFoundError(f"no pad named {runtime.name!r}; there is nothing to remove")
+    await runtime.cleanup()
 
 
 @app.command(cls=Command)
 def reset(pad: PadArg) -> None:
     """Clear a pad's cells and state; installed packages stay."""
     on_server(pad, lambda runtime: runtime.reset())
-    console.print(f"reset pad {pad}", markup=False)
+    print_text(f"reset pad {pad}")
 
 
 @app.command(cls=Command)
 def cancel(pad: PadArg) -> None:
     """Cancel the cell running in a pad (its variables stay)."""
-    on_server(pad, lambda runtime: runtime.cancel())
-    console.print(f"cancelled the running cell of {pad}, if any", markup=False)
+    if on_server(pad, lambda runtime: runtime.cancel()):
+        print_text(f"cancelled the running cell of {pad}")
+    else:
+        print_text(f"no cell was running in {pad}")
 
 
 @app.command(cls=Command)

@@ -118,6 +118,11 @@ class ScratchpadRuntime(ABC):
         """True while a cell is running."""
 
     @property
+    def queued(self) -> int:
+        """Cells waiting for their turn (where the backend knows)."""
+        return 0
+
+    @property
     @abstractmethod
     def closed(self) -> bool:
         """True after close() or cleanup(), until start() runs again."""

@@ -44,6 +44,7 @@ DEATHS_BEFORE_FULL_RESET = 2
 REQUEST_TIMEOUT_S = 30.0
 LATE_OUTPUT_CAP = 64 * 1024  # bytes of between-cells output kept per stream
 ABORT_WAIT_S = 10.0  # how long reset/close wait for the running cell to end
+CANCELLED_IDS_KEPT = 1024
 
 
 @dataclass(eq=False)
@@ -83,6 +84,7 @@ class LocalRuntime(ScratchpadRuntime):
         self._kernel: KernelProcess | None = None
         self._lock = asyncio.Lock()
         self._tickets: dict[str, Ticket] = {}  # queued and running cells by id
+        self._cancelled: dict[str, None] = {}  # ids cancelled before they arrived (newest last)
         self._current: Ticket | None = None  # the cell that holds the lock
         self._run: CellRun | None = None
         self._closed = False
@@ -123,6 +125,10 @@ class LocalRuntime(ScratchpadRuntime):
     @property
     def busy(self) -> bool:
         return self._current is not None
+
+    @property
+    def queued(self) -> int:
+        return len(self._tickets) - (self._current is not None)
 
     @property
     def closed(self) -> bool:
@@ -169,6 +175,10 @@ class LocalRuntime(ScratchpadRuntime):
     async def cancel(self, cell_id: str | None = None) -> bool:
         ticket = self._current if cell_id is None else self._tickets.get(cell_id)
         if ticket is None:
+            if cell_id is not None:  # it may still be on its way: it must not run then
+                self._cancelled[cell_id] = None
+                if len(self._cancelled) > CANCELLED_IDS_KEPT:
+                    del self._cancelled[next(iter(self._cancelled))]
             return False
         run = self._run
         if ticket is self._current and run is not None and run.cell is ticket.cell:
@@ -233,6 +243,9 @@ class LocalRuntime(ScratchpadRuntime):
         )
         ticket = Ticket(cell)
         self._tickets[cell.id] = ticket
+        if cell.id in self._cancelled:
+            del self._cancelled[cell.id]
+            ticket.cancel("Cell cancelled before it started; nothing ran.")
         try:
             if not await self._wait_turn(ticket):
                 yield self._skipped(ticket)

@@ -77,11 +77,13 @@ def local_factory(settings: Settings, cwd: Path) -> RuntimeFactory:
 
 @dataclass(frozen=True, slots=True)
 class PadInfo:
-    """One line of the pad list: ``status`` is busy, idle (running) or stopped."""
+    """One line of the pad list: ``status`` is busy, idle (running) or stopped; ``queued``
+    counts the cells waiting behind the running one."""
 
     name: str
     status: str
     cells: int
+    queued: int = 0
 
 
 def remote_factory(settings: Settings) -> RuntimeFactory:
@@ -230,10 +232,11 @@ class ScratchpadManager:
             if pad is not None and not pad.closed:
                 status = "busy" if pad.busy else "idle"
                 cells = len(await pad.load_cells())
+                listed.append(PadInfo(name, status, cells, pad.queued))
             else:
                 path = pad_root(self.settings, name) / "history.jsonl"
-                status, cells = "stopped", await asyncio.to_thread(self._count, path)
-            listed.append(PadInfo(name, status, cells))
+                cells = await asyncio.to_thread(self._count, path)
+                listed.append(PadInfo(name, "stopped", cells))
         return listed
 
     def _count(self, path: Path) -> int:

@@ -13,6 +13,7 @@ import math
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
@@ -250,7 +251,7 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     @app.get("/v1/pads")
     async def pads() -> dict[str, Any]:
         listed = await manager.list_pads()
-        return {"pads": [{"name": p.name, "status": p.status, "cells": p.cells} for p in listed]}
+        return {"pads": [asdict(info) for info in listed]}
 
     @app.get("/v1/pads/{name}")
     async def pad_cells(name: str) -> dict[str, Any]:
