@@ -8,6 +8,13 @@ import re
 from typing import Any
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def find_control(text: str) -> re.Match[str] | None:
+    """The first control character (or unpaired surrogate) of ``text``: none may reach a
+    file name, an environment variable or a command line."""
+    return _CONTROL.search(text)
 
 
 def clean_text(text: str) -> str:

@@ -96,6 +96,7 @@ async def test_syntax_error_is_reported(pad: ScratchpadRuntime) -> None:
     cell = await pad.execute("def broken(:\n    pass")
     assert cell.status == "error"
     assert cell.error is not None and "SyntaxError" in cell.error
+    assert "ast.py" not in cell.error and "worker.py" not in cell.error
 
 
 async def test_stdout_and_stderr_are_separate_and_streamed(pad: ScratchpadRuntime) -> None:
@@ -315,6 +316,12 @@ async def test_a_repeated_cell_id_gives_the_known_cell_and_never_runs_twice(
     assert first.result == again.result == "1"
     assert again.id == "once"
     assert (await pad.execute("count")).result == "1"
+
+
+async def test_a_known_cell_id_with_other_code_is_refused(pad: ScratchpadRuntime) -> None:
+    await pad.execute("1", cell_id="taken")
+    with pytest.raises(InvalidInputError, match="already names a cell with other code"):
+        await pad.execute("2", cell_id="taken")
 
 
 async def test_a_bad_cell_id_is_refused(pad: ScratchpadRuntime) -> None:

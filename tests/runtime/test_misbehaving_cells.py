@@ -395,3 +395,33 @@ async def gone_within(pid: int, seconds: float) -> bool:
             return False
         await asyncio.sleep(0.02)
     return True
+
+
+async def test_descendants_of_a_kernel_that_died_by_itself_are_stopped(
+    pad: ScratchpadRuntime, tmp_path: Path
+) -> None:
+    code = (
+        "import os, subprocess\n"
+        "daemon = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        f"open({str(tmp_path / 'daemon')!r}, 'w').write(str(daemon.pid))\n"
+        "os._exit(3)"  # the kernel dies: its subreaped daemon goes up to init
+    )
+    assert (await pad.execute(code)).status == "killed"
+    daemon = await read_pid(tmp_path / "daemon")
+    assert (await pad.execute("1")).result == "1"  # the next cell cleans up after the dead one
+    assert await gone_within(daemon, 10), "the daemon outlived its kernel"
+
+
+async def test_one_huge_cell_cannot_blow_the_history_bound(
+    workspace: Path, settings: Settings
+) -> None:
+    bounded = settings.model_copy(update={"history_max_bytes": 64 * 1024})
+    async with ScratchpadManager(workspace=workspace, settings=bounded) as manager:
+        pad = await manager.get_or_create("huge")
+        cell = await pad.execute("import sys\nsys.stdout.write('\\x01' * 1_000_000)")
+        assert len(cell.stdout) == 1_000_000  # the caller gets the whole cell
+        history = manager.settings.home / "pads" / "huge" / "history.jsonl"
+        assert history.stat().st_size <= 40 * 1024  # 6 MB as JSON escapes, kept to half
+        await pad.close()
+        stored = manager.peek("huge").cells  # read back from the file
+        assert "cut from this pad's history" in stored[-1].stdout

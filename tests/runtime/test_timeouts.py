@@ -127,7 +127,7 @@ async def test_timeout_s_is_a_hard_limit_shorter_than_the_defaults(
         assert cell.status == "timeout"
         assert cell.error is not None
         assert cell.error.startswith("Cell timed out after 0.5s (interrupted; variables are kept)")
-        assert "timeout_s" in cell.error and "estimated_seconds" in cell.error
+        assert "That was its timeout_s" in cell.error and "estimated_seconds" not in cell.error
         assert "killed" not in cell.error.split("\n")[0]  # no contradiction
         assert (await pad.execute("kept")).result == "1"
 
@@ -225,3 +225,28 @@ async def test_cancel_while_the_kernel_starts(tmp_path: Path, settings: Settings
     assert cell.stdout == ""
     assert (await pad.execute("1")).result == "1"
     await pad.close()
+
+
+async def test_a_cell_that_swallows_its_interrupt_says_so(manager: ScratchpadManager) -> None:
+    pad = await manager.get_or_create("stubborn")
+    code = (
+        "import time\ntry:\n    time.sleep(30)\nexcept BaseException:\n    pass\n'finished anyway'"
+    )
+    cell = await pad.execute(code, timeout_s=0.5)
+    assert cell.status == "ok" and cell.result == "'finished anyway'"
+    assert "Cell timed out after 0.5s: the cell caught the interrupt and finished." in cell.logs
+
+
+async def test_a_kernel_that_never_enters_the_cell_is_killed_saying_so(
+    workspace: Path, settings: Settings
+) -> None:
+    async with ScratchpadManager(workspace=workspace, settings=lively(settings)) as manager:
+        pad = await manager.get_or_create("frozen")
+        assert isinstance(pad, LocalRuntime) and pad.pid is not None
+        os.kill(pad.pid, signal.SIGSTOP)  # stopped before the cell even arrives
+        cell = await pad.execute("1")
+        assert cell.status == "killed"
+        assert cell.error is not None
+        assert "the kernel never entered the cell (no sign of life)" in cell.error
+        assert "did not stop when interrupted" not in cell.error
+        assert (await pad.execute("2")).result == "2"

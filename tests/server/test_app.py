@@ -315,3 +315,63 @@ async def test_the_pad_list_counts_stopped_histories_off_the_event_loop(
         assert listed == [{"name": "s", "status": "stopped", "cells": 1, "queued": 0}]
     assert threads and threading.main_thread().name not in threads
     assert len(threads) == 1  # the second listing reused the count: the file did not change
+
+
+async def test_a_bad_model_setting_is_refused_and_the_pad_stays_usable(
+    client: httpx.AsyncClient,
+) -> None:
+    for bad in ("gpt\u0000x", "gpt\ud800x", "two\nlines"):
+        body = {"name": "m", "coding_provider": "openai", "coding_model": bad}
+        answer = await client.post("/scratchpad/start", content=json.dumps(body), headers=JSON)
+        assert answer.status_code == 400, answer.text
+        assert "coding_model must be text without control characters" in answer.json()["error"]
+    after = await client.post("/scratchpad/execute-stream", json={"name": "m", "code": "6 * 7"})
+    assert frames(after.text)[-1]["cell"]["result"] == "42"
+    assert (await client.post("/scratchpad/reset", json={"name": "m"})).status_code == 200
+
+
+@pytest.mark.parametrize("spec", ["six\u0000", "six\ud800", "six\x1b[2J"])
+async def test_a_package_spec_with_control_characters_is_refused(
+    client: httpx.AsyncClient, spec: str
+) -> None:
+    body = json.dumps({"name": "i", "packages": [spec]})  # \ud800 travels as a JSON escape
+    answer = await client.post("/scratchpad/install", content=body, headers=JSON)
+    assert answer.status_code == 400 and "control character" in answer.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "status", "words"),
+    [
+        ({"timeout_s": True}, 422, "timeout_s"),
+        ({"timeout_s": "5"}, 422, "timeout_s"),
+        ({"id": ""}, 400, "cell id '' is not allowed"),
+        ({"id": "a/b"}, 400, "cell id 'a/b' is not allowed"),
+    ],
+)
+async def test_execute_extensions_are_checked_before_anything_runs(
+    client: httpx.AsyncClient, extra: dict[str, Any], status: int, words: str
+) -> None:
+    answer = await client.post(
+        "/scratchpad/execute-stream", json={"name": "x", "code": "1", **extra}
+    )
+    assert answer.status_code == status and words in answer.json()["error"], answer.text
+
+
+async def test_a_cell_cancelled_before_its_pad_existed_never_runs(
+    client: httpx.AsyncClient,
+) -> None:
+    early = await client.post("/scratchpad/cancel", json={"name": "fresh", "id": "c1"})
+    assert early.json() == {"ok": True, "cancelled": False}  # nothing there yet ...
+    body = {"name": "fresh", "code": "ran = True", "id": "c1"}
+    cell = frames((await client.post("/scratchpad/execute-stream", json=body)).text)[-1]["cell"]
+    assert cell["status"] == "cancelled" and "nothing ran" in cell["error"]  # ... and never
+
+
+async def test_every_error_answer_names_its_kind(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/nowhere")).json()["type"] == "NotFound"
+    assert (await client.delete("/v1/pads")).json()["type"] == "MethodNotAllowed"
+    refused = await client.get("/v1/pads", headers={"Authorization": "Bearer no"})
+    assert refused.json()["type"] == "Unauthorized"
+    broken = await client.post("/scratchpad/start", content=b"{nope", headers=JSON)
+    assert broken.json()["type"] == "InvalidInputError"
+    assert "the body is not valid JSON" in broken.json()["error"]

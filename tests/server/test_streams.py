@@ -3,6 +3,7 @@ Anton's remote client reads it), clients that go away, a server that stops or is
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -68,13 +69,15 @@ def wait_for_cells(url: str, pad: str, count: int, within_s: float = 30) -> list
         ("import sys\nsys.stderr.write('\\x01' * 70_000)", "stderr"),  # 6 bytes each in JSON
         ("raise ValueError('e' * 200_000)", "error"),
         ("'r' * 90_000", "result"),
+        ("1", "estimated_time"),
     ],
 )
 async def test_a_plain_client_never_gets_a_frame_over_64_kib(
     server: tuple[str, subprocess.Popen[str]], code: str, field: str
 ) -> None:
     url, _ = server
-    frames = [f async for f in anton_frames(url, {"name": "big", "code": code})]
+    body = {"name": "big", "code": code, "estimated_time": "\x01" * 100_000}
+    frames = [f async for f in anton_frames(url, body)]
     cell = frames[-1]["cell"]
     assert len(json.dumps(frames[-1], ensure_ascii=False).encode()) < 64 * 1024
     assert "characters cut to fit the stream" in cell[field]
@@ -199,3 +202,49 @@ def test_the_cell_url_of_a_name_with_a_slash(server: tuple[str, subprocess.Popen
     listed = httpx.get(f"{url}/v1/pads", headers=HEADERS).json()["pads"]
     assert [pad["name"] for pad in listed] == [name]
     assert httpx.get(f"{url}/v1/pads/data%2Fanalysis/dump", headers=HEADERS).status_code == 200
+
+
+async def test_a_repeated_request_that_goes_away_does_not_cancel_the_cell(
+    server: tuple[str, subprocess.Popen[str]],
+) -> None:
+    url, _ = server
+    code = "import time\nprogress('started')\ntime.sleep(1.5)\n'finished'"
+    body = {"name": "p", "code": code, "id": "shared", "on_disconnect": "continue"}
+    owner = anton_frames(url, body)
+    assert await anext(owner) == {"type": "progress", "message": "started"}
+    async with contextlib.aclosing(
+        anton_frames(url, {**body, "on_disconnect": "interrupt"})
+    ) as repeat:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(0.3):
+                async for _ in repeat:
+                    pass
+    frames = [frame async for frame in owner]  # the repeat went away: the cell goes on
+    assert frames[-1]["cell"]["status"] == "ok" and frames[-1]["cell"]["result"] == "'finished'"
+
+
+def test_a_new_server_stops_what_a_killed_one_left_behind(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    pid_file = tmp_path / "daemon.pid"
+    code = (
+        "import subprocess\n"
+        "daemon = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(daemon.pid))"
+    )
+    with running_server(home, tmp_path, KEY) as (url, process):
+        answer = httpx.post(
+            f"{url}/scratchpad/execute-stream",
+            headers=HEADERS,
+            json={"name": "p", "code": code},
+            timeout=30,
+        )
+        assert '"status": "ok"' in answer.text
+        process.kill()  # no chance to stop its pads: the kernel dies, the daemon lives on
+        process.wait()
+    daemon = int(pid_file.read_text())
+    assert not process_gone(daemon)
+    with running_server(home, tmp_path, KEY) as (url, process):
+        deadline = time.monotonic() + 10
+        while not process_gone(daemon):
+            assert time.monotonic() < deadline, "the daemon outlived two servers"
+            time.sleep(0.05)

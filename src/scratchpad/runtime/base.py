@@ -117,6 +117,10 @@ class ScratchpadRuntime(ABC):
     def busy(self) -> bool:
         """True while a cell is running."""
 
+    def knows(self, cell_id: str) -> bool:
+        """Whether a cell with this id was already submitted (where the backend knows)."""
+        return False
+
     @property
     def queued(self) -> int:
         """Cells waiting for their turn (where the backend knows)."""
@@ -219,10 +223,7 @@ def check_execute_args(
         raise InvalidInputError(
             f"estimated_seconds must be a number >= 0, not {estimated_seconds!r}"
         )
-    if cell_id is not None and not (isinstance(cell_id, str) and CELL_ID.fullmatch(cell_id)):
-        raise InvalidInputError(
-            f"cell id {cell_id!r} is not allowed: use 1-64 letters, digits, '_' or '-'"
-        )
+    cell_id = check_cell_id(cell_id)
     if not estimated_time and estimated_seconds:
         estimated_time = f"{estimated_seconds:g}s"
     return CellRequest(
@@ -236,6 +237,15 @@ def check_execute_args(
 
 RuntimeFactory = Callable[[str], ScratchpadRuntime]
 """Builds the runtime of a pad from its name; the manager's seam for backends and fakes."""
+
+
+def check_cell_id(cell_id: object) -> str | None:
+    """None (the runtime picks an id) or 1-64 letters, digits, '_' or '-'."""
+    if cell_id is None or (isinstance(cell_id, str) and CELL_ID.fullmatch(cell_id)):
+        return cell_id
+    raise InvalidInputError(
+        f"cell id {cell_id!r} is not allowed: use 1-64 letters, digits, '_' or '-'"
+    )
 
 
 async def take_turn(lock: asyncio.Lock, cancelled: asyncio.Event) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import collections
+import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -58,6 +59,11 @@ class Cell:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def rough_size(self) -> int:
+        """About how many characters the cell holds (to pick a cheap or a careful path)."""
+        texts = (self.code, self.stdout, self.stderr, self.logs, self.error, self.result)
+        return sum(len(text) for text in texts if text) + _outputs_chars(self.outputs)
 
 
 CELL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Cell))
@@ -171,3 +177,70 @@ class CappedItems(Generic[T]):
 
     def items(self) -> list[T]:
         return [*self.head, *(item for item, _ in self.tail)]
+
+
+FITTED_FIELDS = (
+    "stdout",
+    "stderr",
+    "logs",
+    "error",
+    "result",
+    "code",
+    "description",
+    "estimated_time",
+)
+
+
+def encoded_size(value: Any) -> int:
+    """Bytes of ``value`` as UTF-8 JSON (a control character costs 6)."""
+    return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "replace"))
+
+
+def rough_chars(cell: dict[str, Any]) -> int:
+    """Characters of a cell's text fields and outputs: a cheap lower bound of its encoding."""
+    size = sum(len(value) for value in cell.values() if isinstance(value, str))
+    return size + _outputs_chars(cell.get("outputs") or [])
+
+
+def _outputs_chars(outputs: list[dict[str, Any]]) -> int:
+    return sum(
+        len(value) for bundle in outputs for value in bundle.values() if isinstance(value, str)
+    )
+
+
+def fit_cell(cell: dict[str, Any], limit: int, why: str) -> dict[str, Any]:
+    """A copy of the cell (as JSON data) whose encoding takes at most about ``limit`` bytes:
+    outputs left out and long fields cut to their head and tail, each cut saying how much
+    went and ``why`` (e.g. where the whole cell is)."""
+    if rough_chars(cell) <= limit and encoded_size(cell) <= limit:
+        return cell
+    cell = dict(cell)
+    outputs = cell.get("outputs") or []
+    if _outputs_chars(outputs) > limit // 4 or encoded_size(outputs) > limit // 4:
+        kinds = ", ".join(sorted({kind for bundle in outputs for kind in bundle}))
+        cell["outputs"] = [{"text/plain": f"[{len(outputs)} output(s) ({kinds}) left out {why}]"}]
+    for name in FITTED_FIELDS:  # nothing longer than the whole limit can stay whole
+        if isinstance(cell.get(name), str) and len(cell[name]) > limit:
+            cell[name] = _cut(cell[name], limit, why)
+    for _ in range(100):
+        size = encoded_size(cell)
+        if size <= limit:
+            break
+        longest = max(
+            (f for f in FITTED_FIELDS if isinstance(cell.get(f), str)),
+            key=lambda f: encoded_size(cell[f]),
+        )
+        text = cell[longest]
+        ratio = len(text) / max(1, encoded_size(text))
+        keep = len(text) - int((size - limit) * ratio) - len(why) - 100
+        cut = _cut(text, max(keep, len(text) // 2), why)
+        cell[longest] = cut if encoded_size(cut) < encoded_size(text) else ""
+    return cell
+
+
+def _cut(text: str, keep: int, why: str) -> str:
+    if len(text) <= keep:
+        return text
+    half = keep // 2
+    note = f"\n[... {len(text) - 2 * half} characters cut {why} ...]\n"
+    return text[:half] + note + text[len(text) - half :]

@@ -216,31 +216,43 @@ class CellRun:
 
     def _stop_text(self, kept: bool) -> str:
         """The first line of a stopped cell's error; the prefixes are a contract."""
-        reason = self.stop_reason
-        total, silence = self.timeouts.total, self.timeouts.inactivity
-        if reason == "timeout":
-            head = f"Cell timed out after {total:g}s"
-            advice = (
-                "If it needs longer, pass timeout_s, or a realistic estimated_seconds (the "
-                "limit becomes about twice the estimate); progress() shows how far it got."
-            )
-        elif reason == "inactivity":
-            head = (
-                f"Cell stopped after {silence:g}s without a sign of life (no output, no "
-                "heartbeat: C code held the interpreter, or the process was stopped)"
-            )
-            advice = (
-                "Split the work into smaller steps, or pass a larger estimated_seconds "
-                "to allow longer silences."
-            )
-        else:
-            head, advice = "Cell cancelled", ""
+        head, advice = self._stop_reason_words()
         if kept:
             return f"{head} (interrupted; variables are kept). {advice}".rstrip()
-        return (
-            f"{head}; it did not stop when interrupted, so the kernel was killed and "
-            f"restarted: all variables were lost. {advice}".rstrip()
+        how = (
+            "it did not stop when interrupted"
+            if self._interrupted_at is not None
+            else "the kernel never entered the cell (no sign of life)"
         )
+        return (
+            f"{head}; {how}, so the kernel was killed and restarted: all variables were "
+            f"lost. {advice}".rstrip()
+        )
+
+    def _stop_reason_words(self) -> tuple[str, str]:
+        """What stopped the cell, and what to do about it next time."""
+        timeouts = self.timeouts
+        if self.stop_reason == "timeout" and timeouts.hard:
+            return (
+                f"Cell timed out after {timeouts.total:g}s",
+                "That was its timeout_s: pass a larger one if it needs longer; progress() "
+                "shows how far it got.",
+            )
+        if self.stop_reason == "timeout":
+            return (
+                f"Cell timed out after {timeouts.total:g}s",
+                "If it needs longer, pass timeout_s, or a realistic estimated_seconds (the "
+                "limit becomes about twice the estimate); progress() shows how far it got.",
+            )
+        if self.stop_reason == "inactivity":
+            return (
+                f"Cell stopped after {timeouts.inactivity:g}s without a sign of life (no "
+                "output, no heartbeat: C code held the interpreter, or the process was "
+                "stopped)",
+                "Split such work into smaller steps; the window grows with estimated_seconds, "
+                "up to SCRATCHPAD_MAX_INACTIVITY_S, whatever timeout_s says.",
+            )
+        return "Cell cancelled", ""
 
     def _finish_done(self, message: dict[str, object]) -> Cell:
         status = message.get("status")
@@ -250,6 +262,9 @@ class CellRun:
         error = clean_text(str(message.get("error") or ""))
         if status == "ok":
             cell.status = "ok"
+            if self._interrupted_at is not None:
+                words = self._stop_reason_words()[0]
+                self.logs.append(f"{words}: the cell caught the interrupt and finished.")
         elif status == "interrupted":
             cell.status = "cancelled" if self.stop_reason in (None, "cancelled") else "timeout"
             if self.stop_reason is None:

@@ -3,8 +3,10 @@
 An append-only log, one JSON cell per line, mode 0600. Each cell is written (one ``write`` on
 an ``O_APPEND`` descriptor) before anyone is told it finished, so a cell whose result reached
 a client survives a crash of the server. A torn last line (a crash mid-write) is skipped on
-load, and said so in the log. The file is bounded: past ``max_bytes`` the oldest cells are
-folded into one note cell and the file is rewritten atomically.
+load, and said so in the log. The file is bounded: one cell's record keeps at most half of
+``max_bytes`` (long fields cut, saying so), and past ``max_bytes`` the oldest cells are folded
+into one note cell and the file is rewritten atomically. Writes may come from worker threads
+(big cells are written off the event loop); a lock keeps them whole and in order.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import contextlib
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 
 from scratchpad.fsutil import atomic_write_bytes
-from scratchpad.runtime.cell import Cell
+from scratchpad.runtime.cell import Cell, fit_cell
 
 FOLDED = "history folded"  # the description of the note cell that stands for folded cells
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
@@ -24,8 +27,12 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False)
 log = logging.getLogger(__name__)
 
 
-def encode(cell: Cell) -> bytes:
-    return (_ENCODER.encode(cell.to_dict()) + "\n").encode("utf-8", "replace")
+def encode(cell: Cell, limit: int | None = None) -> bytes:
+    """One line of the file; with ``limit``, the record fitted to about that many bytes."""
+    data = cell.to_dict()
+    if limit is not None:
+        data = fit_cell(data, limit, "from this pad's history (SCRATCHPAD_HISTORY_MAX_BYTES)")
+    return (_ENCODER.encode(data) + "\n").encode("utf-8", "replace")
 
 
 class CellHistory:
@@ -34,6 +41,7 @@ class CellHistory:
         self.max_bytes = max_bytes
         self._fd: int | None = None
         self.size: int | None = None  # bytes in the file, once known
+        self._lock = threading.Lock()
 
     def load(self) -> list[Cell]:
         """Every readable cell; unreadable lines are skipped and counted in the log."""
@@ -61,39 +69,43 @@ class CellHistory:
     def append(self, cell: Cell) -> bool:
         """Write one finished cell now; True when the file went over its bound (the caller
         folds and :meth:`rewrite`\\ s it)."""
-        data = encode(cell)
-        try:
-            if self._fd is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                self.size = os.fstat(self._fd).st_size
-            os.write(self._fd, data)
-        except OSError as exc:  # a full disk must not fail a cell; say so where it can be seen
-            log.warning("%s: could not record cell %s: %s", self.path, cell.id, exc)
-            self._close_fd()
-            return False
-        self.size = (self.size or 0) + len(data)
-        return self.size > self.max_bytes
+        data = encode(cell, self.max_bytes // 2)
+        with self._lock:
+            try:
+                if self._fd is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    self.size = os.fstat(self._fd).st_size
+                os.write(self._fd, data)
+            except OSError as exc:  # a full disk must not fail a cell; say so in the log
+                log.warning("%s: could not record cell %s: %s", self.path, cell.id, exc)
+                self._close_fd()
+                return False
+            self.size = (self.size or 0) + len(data)
+            return self.size > self.max_bytes
 
     def rewrite(self, cells: list[Cell]) -> None:
         """Replace the file with ``cells`` (atomically: the old file or the new one)."""
-        self._close_fd()
-        data = b"".join(encode(cell) for cell in cells)
-        try:
-            atomic_write_bytes(self.path, data, mode=0o600)
-        except OSError as exc:
-            log.warning("%s: could not rewrite the history: %s", self.path, exc)
-            return
-        self.size = len(data)
+        data = b"".join(encode(cell, self.max_bytes // 2) for cell in cells)
+        with self._lock:
+            self._close_fd()
+            try:
+                atomic_write_bytes(self.path, data, mode=0o600)
+            except OSError as exc:
+                log.warning("%s: could not rewrite the history: %s", self.path, exc)
+                return
+            self.size = len(data)
 
     def clear(self) -> None:
-        self._close_fd()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-        self.size = 0
+        with self._lock:
+            self._close_fd()
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            self.size = 0
 
     def close(self) -> None:
-        self._close_fd()
+        with self._lock:
+            self._close_fd()
 
     def _close_fd(self) -> None:
         if self._fd is not None:
@@ -110,7 +122,7 @@ def fold(cells: list[Cell], keep_bytes: int) -> list[Cell]:
     kept: list[Cell] = []
     size = 0
     for cell in reversed(real):
-        size += len(encode(cell))
+        size += len(encode(cell, keep_bytes))
         if kept and size > keep_bytes:
             break
         kept.append(cell)

@@ -76,8 +76,10 @@ class KernelProcess:
         config: dict[str, Any],
         timeout: float,
         worker: Path = WORKER_PATH,
+        tag: str | None = None,
     ) -> KernelProcess:
-        """Start ``python worker.py`` and wait for its ``ready`` frame."""
+        """Start ``python worker.py`` (tagged with ``tag``, see procgroup) and wait for its
+        ``ready`` frame."""
         to_kernel_r, to_kernel_w = os.pipe()
         from_kernel_r, from_kernel_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -101,6 +103,7 @@ class KernelProcess:
                 pass_fds=(to_kernel_r, from_kernel_w),
                 cwd=cwd,
                 env=env,
+                tag=tag,
             )
         except OSError as exc:
             for fd in (to_kernel_w, from_kernel_r, out_r, err_r):

@@ -19,13 +19,14 @@ from pathlib import Path
 from scratchpad.config import Settings
 from scratchpad.errors import (
     InstallError,
+    InvalidInputError,
     KernelStartError,
     PadClosedError,
     PadError,
     ScratchpadError,
 )
 from scratchpad.llm.adapters import pad_llm_environment
-from scratchpad.runtime import venv
+from scratchpad.runtime import procgroup, venv
 from scratchpad.runtime.base import (
     CLOSED,
     PadLLM,
@@ -45,6 +46,7 @@ REQUEST_TIMEOUT_S = 30.0
 LATE_OUTPUT_CAP = 64 * 1024  # bytes of between-cells output kept per stream
 ABORT_WAIT_S = 10.0  # how long reset/close wait for the running cell to end
 CANCELLED_IDS_KEPT = 1024
+OFF_LOOP_BYTES = 256 * 1024  # cells at least this big are written from a worker thread
 
 
 @dataclass(eq=False)
@@ -129,6 +131,15 @@ class LocalRuntime(ScratchpadRuntime):
     @property
     def queued(self) -> int:
         return len(self._tickets) - (self._current is not None)
+
+    def knows(self, cell_id: str) -> bool:
+        return cell_id in self._tickets or cell_id in self._recorded()
+
+    def _recorded(self) -> dict[str, Cell]:
+        """The recorded cells by id (built once a submit names one)."""
+        if self._by_id is None:
+            self._by_id = {cell.id: cell for cell in self.cells}
+        return self._by_id
 
     @property
     def closed(self) -> bool:
@@ -233,6 +244,11 @@ class LocalRuntime(ScratchpadRuntime):
         if request.cell_id is not None:
             known = await self._known(request.cell_id)
             if known is not None:
+                if known.code != request.code:
+                    raise InvalidInputError(
+                        f"cell id {request.cell_id!r} already names a cell with other code; "
+                        "give this cell a new id"
+                    )
                 yield known  # a repeated submit: the cell it names, not a second run
                 return
         cell = Cell(
@@ -248,7 +264,7 @@ class LocalRuntime(ScratchpadRuntime):
             ticket.cancel("Cell cancelled before it started; nothing ran.")
         try:
             if not await self._wait_turn(ticket):
-                yield self._skipped(ticket)
+                yield await self._skipped(ticket)
                 return
         except BaseException:
             self._forget(ticket)
@@ -262,9 +278,12 @@ class LocalRuntime(ScratchpadRuntime):
                 ticket.cell.error = f"The cell could not start: {exc}\n"
                 raise
             if run.finished:  # cancelled while its kernel started
+                await self._persist(run.cell)
                 yield run.cell
             while not run.finished:
                 for item in await run.step():
+                    if isinstance(item, Cell):
+                        await self._persist(item)  # on disk before anyone hears of it
                     yield item
         finally:
             if run is not None and not run.finished:
@@ -277,11 +296,8 @@ class LocalRuntime(ScratchpadRuntime):
         ticket = self._tickets.get(cell_id)
         if ticket is not None:
             return await asyncio.shield(ticket.finished)
-        cells = await self.load_cells()
-        by_id = self._by_id
-        if by_id is None:
-            by_id = self._by_id = {cell.id: cell for cell in cells}
-        return by_id.get(cell_id)
+        await self.load_cells()
+        return self._recorded().get(cell_id)
 
     async def _wait_turn(self, ticket: Ticket) -> bool:
         """Take the pad's lock in submission order; False when cancelled while waiting."""
@@ -290,11 +306,12 @@ class LocalRuntime(ScratchpadRuntime):
         self._current = ticket
         return True
 
-    def _skipped(self, ticket: Ticket) -> Cell:
+    async def _skipped(self, ticket: Ticket) -> Cell:
         cell = ticket.cell
         cell.status = "cancelled"
         cell.error = ticket.reason + "\n"
-        self._record_cell(cell)
+        self._remember(cell)
+        await self._persist(cell)
         self._forget(ticket)
         return cell
 
@@ -340,7 +357,9 @@ class LocalRuntime(ScratchpadRuntime):
     def _finish_in_background(self, run: CellRun, ticket: Ticket) -> None:
         async def finish() -> Cell:
             try:
-                return await run.run_to_end()
+                cell = await run.run_to_end()
+                await self._persist(cell)
+                return cell
             finally:
                 self._release(ticket)
 
@@ -349,22 +368,30 @@ class LocalRuntime(ScratchpadRuntime):
         task.add_done_callback(self._background.discard)
 
     def _record(self, run: CellRun) -> None:
-        self._record_cell(run.cell)
+        self._remember(run.cell)
         if run.died:
             self._deaths_in_a_row += 1
             self._death_reported = True
         elif run.cell.status != "killed":
             self._deaths_in_a_row = 0
 
-    def _record_cell(self, cell: Cell) -> None:
-        """Keep the cell in memory and on disk before anyone hears that it finished."""
-        cells = self.cells
-        cells.append(cell)
+    def _remember(self, cell: Cell) -> None:
+        self.cells.append(cell)
         if self._by_id is not None:
             self._by_id[cell.id] = cell
-        if self._history.append(cell):
-            self.cells = fold(cells, self.settings.history_max_bytes // 2)
-            self._history.rewrite(self.cells)
+
+    async def _persist(self, cell: Cell) -> None:
+        """Write a finished cell before anyone hears of it; a big one (or a fold of the
+        history) off the event loop, so other pads never wait for it."""
+        if cell.rough_size() < OFF_LOOP_BYTES:
+            over = self._history.append(cell)
+        else:
+            over = await asyncio.to_thread(self._history.append, cell)
+        if over:
+            cells = list(self.cells)
+            folded = await asyncio.to_thread(fold, cells, self.settings.history_max_bytes // 2)
+            self.cells = folded + self.cells[len(cells) :]  # with any recorded meanwhile
+            await asyncio.to_thread(self._history.rewrite, self.cells)
 
     async def _after_kill(self, run: CellRun) -> None:
         """The ladder killed the kernel: start a fresh one so the pad stays usable."""
@@ -463,6 +490,7 @@ class LocalRuntime(ScratchpadRuntime):
                     },
                     timeout=self.settings.kernel_start_timeout_s,
                     worker=self.worker,
+                    tag=procgroup.new_tag(str(self.settings.home)),
                 )
             except KernelStartError as exc:
                 last_error = str(exc)

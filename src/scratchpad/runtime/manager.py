@@ -20,6 +20,7 @@ from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.names import dir_name, is_pad_dir_name, validate_pad_name
 
 log = logging.getLogger(__name__)
+EARLY_CANCELS_KEPT = 256  # per pad
 
 NOTABLE_PACKAGES = (
     "numpy",
@@ -130,6 +131,7 @@ class ScratchpadManager:
         self._starting: dict[str, asyncio.Task[ScratchpadRuntime]] = {}
         self._stopping: dict[str, asyncio.Future[None]] = {}
         self._warned: set[str] = set()  # stray entries of pads/ already logged
+        self._early_cancels: dict[str, dict[str, None]] = {}  # pad → ids cancelled before it ran
         self._counts: dict[Path, tuple[int, int, int]] = {}  # history → (size, mtime, cells)
 
     async def get_or_create(self, name: str) -> ScratchpadRuntime:
@@ -151,6 +153,8 @@ class ScratchpadManager:
                 await asyncio.wait([stopping])
             pad = self._factory(name)
             await pad.start()
+            for cell_id in self._early_cancels.pop(name, {}):
+                await pad.cancel(cell_id)  # still on their way: they must not run
             self._pads[name] = pad
             return pad
         finally:
@@ -179,7 +183,7 @@ class ScratchpadManager:
     def exists(self, name: str) -> bool:
         """Whether pad ``name`` runs or has an environment under the home."""
         name = validate_pad_name(name)
-        if name in self._pads:
+        if name in self._pads or name in self._starting:
             return True
         if self.settings.backend != "local":
             return False
@@ -250,6 +254,26 @@ class ScratchpadManager:
         cells = count_cells(path)
         self._counts[path] = (stat.st_size, stat.st_mtime_ns, cells)
         return cells
+
+    async def cancel(self, name: str, cell_id: str | None = None) -> bool:
+        """Cancel cell ``cell_id`` of pad ``name`` (without an id: its running cell); see
+        ScratchpadRuntime.cancel. A cell named by id that has not reached its pad yet (the pad
+        still starting, or the request on its way) never runs. False when nothing was there
+        to cancel."""
+        name = validate_pad_name(name)
+        starting = self._starting.get(name)
+        if starting is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(starting)
+        pad = self._pads.get(name)
+        if pad is not None and not pad.closed:
+            return await pad.cancel(cell_id)
+        if cell_id is not None:
+            early = self._early_cancels.setdefault(name, {})
+            early[cell_id] = None
+            if len(early) > EARLY_CANCELS_KEPT:
+                del early[next(iter(early))]
+        return False
 
     async def remove(self, name: str) -> None:
         """Stop the pad and delete its environment (running or only on disk)."""

@@ -16,12 +16,12 @@ import unicodedata
 from urllib.parse import quote
 
 from scratchpad.errors import InvalidPadNameError
+from scratchpad.text import find_control
 
 MAX_NAME_CHARS = 128
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 HASHED_DIR = re.compile(r"[A-Za-z0-9_.-]{0,40}\+[0-9a-f]{12}")
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9_.-]+")
-_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def validate_pad_name(name: object) -> str:
@@ -35,7 +35,7 @@ def validate_pad_name(name: object) -> str:
             f"invalid pad name {name[:40]!r}…: it has {len(name)} characters, at most "
             f"{MAX_NAME_CHARS} are allowed"
         )
-    bad = _FORBIDDEN.search(name)
+    bad = find_control(name)
     if bad is not None:
         raise InvalidPadNameError(
             f"invalid pad name {name!r}: it contains {bad.group()!r} at position {bad.start()}; "

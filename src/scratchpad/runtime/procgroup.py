@@ -5,7 +5,10 @@ helper programs (uv, the shell tool) whose capped output is kept even when they 
 Modelled on jupyter_client's local provisioner: a signal to the group reaches everything the
 child started in it. Descendants that left the group (``setsid()``, ``setpgid()``) are found
 through the process tree and killed first, while the leader is still alive: a kernel makes
-itself a child subreaper, so even their orphans stay below it until then.
+itself a child subreaper, so even their orphans stay below it until then. A child may also
+carry a tag (``SCRATCHPAD_PROCESS_TAG`` in its environment, inherited by what it starts): when
+the leader died on its own, its orphans are found by that tag; and a server starting up
+finds those of a predecessor that was killed (the tag names its owner's pid).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import asyncio
 import codecs
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 from collections.abc import Callable, Sequence
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+TAG = "SCRATCHPAD_PROCESS_TAG"
 KILL_WAIT_S = 5.0  # how long a SIGKILLed process may take to be reaped
 STRAY_ROUNDS = 5  # passes over the tree: each kill may hand orphans up to the leader
 POLL_S = 0.02
@@ -32,9 +37,10 @@ class ProcessGroup:
     """A child leading its own process group. Create with :meth:`spawn`; end with :meth:`stop`
     (or :meth:`kill_now` where nothing may be awaited)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], tag: str | None = None) -> None:
         self.proc = proc
         self.pid = proc.pid
+        self.tag = tag
         self.killed_by_us = False
         self._oom_kills_at_start = cgroup_oom_kills()
         self._pidfd: int | None = None
@@ -53,9 +59,12 @@ class ProcessGroup:
         stdout: Pipe = None,
         stderr: Pipe = None,
         pass_fds: Sequence[int] = (),
+        tag: str | None = None,
     ) -> ProcessGroup:
-        """Start ``argv`` in a new session (so it leads a new process group); OSError when it
-        cannot be started."""
+        """Start ``argv`` in a new session (so it leads a new process group), tagged with
+        ``tag`` (see :func:`new_tag`) when given; OSError when it cannot be started."""
+        if tag is not None:
+            env = {**(os.environ if env is None else env), TAG: tag}
         proc = subprocess.Popen(
             list(argv),
             stdin=stdin,
@@ -66,7 +75,7 @@ class ProcessGroup:
             cwd=cwd,
             env=env,
         )
-        return cls(proc)
+        return cls(proc, tag)
 
     # -- state ------------------------------------------------------------------------------
     @property
@@ -159,7 +168,10 @@ class ProcessGroup:
         the group gets SIGTERM and, after ``grace``, SIGKILL. A cancelled stop kills at once.
         """
         try:
-            if self.alive:
+            died_alone = not self.alive
+            if died_alone and self.tag is not None:
+                await kill_tagged(self.tag)  # its orphans went up to init: find them by tag
+            elif not died_alone:
                 await self._kill_strays()
             code = self.proc.poll()
             if code is None and ask is not None and ask():
@@ -327,6 +339,64 @@ def _oom_counters() -> list[tuple[Path, str]]:
                 base = Path("/sys/fs/cgroup/memory", group)
                 places.append((base / "memory.oom_control", "oom_kill"))
     return places
+
+
+# -- tags ------------------------------------------------------------------------------------
+def new_tag(scope: str) -> str:
+    """A tag for one child of this process: ``scope#owner-pid#random``."""
+    return f"{scope}#{os.getpid()}#{secrets.token_hex(6)}"
+
+
+def _tags() -> dict[str, list[int]]:
+    """Tag → pids of the processes carrying it (those whose environment we may read)."""
+    found: dict[str, list[int]] = {}
+    prefix = f"{TAG}=".encode()
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as handle:
+                    environ = handle.read()
+            except OSError:
+                continue
+            for item in environ.split(b"\0"):
+                if item.startswith(prefix):
+                    tag = item[len(prefix) :].decode("utf-8", "replace")
+                    found.setdefault(tag, []).append(int(entry.name))
+    return found
+
+
+async def kill_tagged(tag: str) -> int:
+    """SIGKILL every process carrying ``tag``; how many there were."""
+    pids = (await asyncio.to_thread(_tags)).get(tag, [])
+    for pid in pids:
+        _kill(pid, signal.SIGKILL)
+    return len(pids)
+
+
+async def kill_orphans(scope: str) -> int:
+    """SIGKILL the processes tagged in ``scope`` whose owner is gone (a server killed
+    before it could stop its kernels); how many there were."""
+    killed = 0
+    for tag, pids in (await asyncio.to_thread(_tags)).items():
+        owner_scope, _, rest = tag.rpartition("#")[0].rpartition("#")
+        if owner_scope != scope or not rest.isdigit() or _running(int(rest)):
+            continue
+        for pid in pids:
+            _kill(pid, signal.SIGKILL)
+        killed += len(pids)
+    return killed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # -- helper programs -------------------------------------------------------------------------

@@ -16,6 +16,7 @@ class Timeouts:
 
     total: float
     inactivity: float
+    hard: bool = False  # total is the caller's own timeout_s
 
 
 def compute_timeouts(
@@ -35,7 +36,7 @@ def compute_timeouts(
     else:
         total = min(settings.default_timeout_s, settings.max_timeout_s)
     inactivity = min(max(0.5 * estimate, settings.min_inactivity_s), settings.max_inactivity_s)
-    return Timeouts(total=total, inactivity=min(inactivity, total))
+    return Timeouts(total=total, inactivity=min(inactivity, total), hard=timeout_s is not None)
 
 
 def check_timeout(timeout_s: object, settings: Settings) -> float:

@@ -28,6 +28,7 @@ from pathlib import Path
 from scratchpad.errors import InstallError, InvalidInputError, VenvError
 from scratchpad.fsutil import atomic_write_bytes, atomic_write_text, private_dir
 from scratchpad.runtime import procgroup
+from scratchpad.text import find_control
 
 MARKER = "scratchpad-venv.json"
 NAME_FILE = "pad.json"
@@ -175,6 +176,11 @@ def validate_specs(packages: object) -> list[str]:
         if not isinstance(spec, str) or not spec.strip():
             raise InvalidInputError(f"package spec {spec!r} is empty or not a string")
         spec = spec.strip()
+        if find_control(spec) is not None:
+            raise InvalidInputError(
+                f"package spec {spec!r} contains a control character; give a plain name, "
+                "version, URL or path"
+            )
         if spec.startswith("-") or any(ch.isspace() for ch in spec) or len(spec) > 500:
             raise InvalidInputError(
                 f"package spec {spec!r} is not allowed: give a name with an optional version "

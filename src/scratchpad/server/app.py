@@ -20,7 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
@@ -32,7 +32,7 @@ from scratchpad.errors import (
     http_status,
 )
 from scratchpad.observations.store import ObservationStore
-from scratchpad.runtime.base import PadLLM, ScratchpadRuntime
+from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id
 from scratchpad.runtime.cell import new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.timeouts import check_timeout
@@ -76,7 +76,7 @@ class ExecuteRequest(PadRequest):
     # timeout_s: a hard limit. on_disconnect: what a client that goes away mid-cell wants.
     stream_output: bool = False
     id: str | None = None
-    timeout_s: float | None = None
+    timeout_s: float | None = Field(None, strict=True)
     on_disconnect: Literal["interrupt", "continue"] = "interrupt"
 
 
@@ -131,14 +131,21 @@ def _error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        words = {404: "no such route", 405: "method not allowed on this route"}
-        message = words.get(exc.status_code, str(exc.detail))
-        return error(exc.status_code, f"{message}: {request.method} {request.url.path}")
+        where = f"{request.method} {request.url.path}"
+        if exc.status_code == 404:
+            return error(404, f"no such route: {where}", "NotFound")
+        if exc.status_code == 405:
+            return error(405, f"method not allowed on this route: {where}", "MethodNotAllowed")
+        if exc.status_code == 400:  # Starlette could not read the body at all
+            message = f"the request body could not be read ({exc.detail}); send UTF-8 JSON"
+            return error(400, message, "InvalidInputError")
+        return error(exc.status_code, f"{exc.detail}: {where}", "HTTPError")
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception) -> JSONResponse:
         log.exception("%s %s failed", request.method, request.url.path)
-        return error(500, "internal server error; the server log has the details")
+        message = "internal server error; the server log has the details"
+        return error(500, message, "InternalError")
 
 
 def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
@@ -166,11 +173,10 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
 
     @app.post("/scratchpad/cancel")
     async def cancel(body: CancelRequest) -> dict[str, Any]:
-        if not manager.exists(body.name):
+        check_cell_id(body.id)
+        if body.id is None and not manager.exists(body.name):
             raise PadNotFoundError(f"no pad named {body.name!r}; there is nothing to cancel")
-        running = body.name in manager.names()
-        cancelled = running and await manager.get(body.name).cancel(body.id)
-        return {"ok": True, "cancelled": cancelled}
+        return {"ok": True, "cancelled": await manager.cancel(body.name, body.id)}
 
     @app.post("/scratchpad/cleanup")
     async def cleanup(body: PadRequest) -> dict[str, Any]:
@@ -194,8 +200,9 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         timeout_s = None
         if body.timeout_s is not None:
             timeout_s = check_timeout(body.timeout_s, manager.settings)
+        cell_id = check_cell_id(body.id) or new_cell_id()
         pad = await manager.get_or_create(body.name)  # errors here answer as plain 4xx
-        cell_id = body.id or new_cell_id()
+        follower = body.id is not None and pad.knows(body.id)  # a repeat: not its to cancel
         frames = cell_frames(
             pad,
             code=body.code,
@@ -206,7 +213,8 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             cell_id=cell_id,
             stream_output=body.stream_output,
         )
-        gone = None if body.on_disconnect == "continue" else _interrupter(pad, cell_id)
+        keep_going = body.on_disconnect == "continue" or follower
+        gone = None if keep_going else _interrupter(pad, cell_id)
         return EventStream(frames, on_disconnect=gone)
 
 
@@ -254,18 +262,18 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         return {"pads": [asdict(info) for info in listed]}
 
     @app.get("/v1/pads/{name}")
-    async def pad_cells(name: str) -> dict[str, Any]:
+    async def pad_cells(name: str) -> Response:
         name = segment_name(name)
-        cells = await manager.peek(name).load_cells()
-        return {"name": name, "cells": [cell.to_dict() for cell in cells]}
+        cells = list(await manager.peek(name).load_cells())
+        return await _json(lambda: {"name": name, "cells": [cell.to_dict() for cell in cells]})
 
     @app.get("/v1/pads/{name}/cells/{cell_id}")
-    async def pad_cell(name: str, cell_id: str) -> dict[str, Any]:
+    async def pad_cell(name: str, cell_id: str) -> Response:
         name = segment_name(name)
         cells = await manager.peek(name).load_cells()
         for cell in reversed(cells):
             if cell.id == cell_id:
-                return cell.to_dict()
+                return await _json(cell.to_dict)
         raise PadNotFoundError(
             f"pad {name!r} has no finished cell {cell_id!r} (it may still run, or was folded "
             "away from a long history)"
@@ -275,14 +283,15 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     async def pad_dump(name: str) -> Response:
         pad = manager.peek(segment_name(name))
         await pad.load_cells()
-        return Response(pad.dump(), media_type="text/markdown; charset=utf-8")
+        markdown = await asyncio.to_thread(pad.dump)
+        return Response(markdown, media_type="text/markdown; charset=utf-8")
 
     @app.get("/v1/pads/{name}/notebook")
     async def pad_notebook(name: str) -> Response:
         name = segment_name(name)
         pad = manager.peek(name)
         await pad.load_cells()
-        notebook = json.dumps(pad.to_ipynb(), indent=1)
+        notebook = await asyncio.to_thread(lambda: json.dumps(pad.to_ipynb(), indent=1))
         filename = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
         return Response(
             notebook,
@@ -291,6 +300,17 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         )
 
 
+async def _json(build: Callable[[], Any]) -> Response:
+    """A JSON answer built and encoded on a worker thread: a pad's cells can be many MB, and
+    the event loop serves every other pad meanwhile."""
+    body = await asyncio.to_thread(lambda: json.dumps(build(), ensure_ascii=False).encode())
+    return Response(body, media_type="application/json")
+
+
 def _describe(problem: dict[str, Any]) -> str:
+    if problem.get("type") == "json_invalid":
+        position = problem.get("loc", ("body", "?"))[-1]
+        detail = problem.get("ctx", {}).get("error", "JSON decode error")
+        return f"the body is not valid JSON ({detail} at character {position})"
     where = ".".join(str(part) for part in problem.get("loc", ()) if part != "body")
     return f"{where or 'body'}: {problem.get('msg', 'invalid')}"

@@ -10,17 +10,16 @@ cell is.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from scratchpad.errors import ScratchpadError
 from scratchpad.runtime.base import ScratchpadRuntime
-from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent
+from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent, fit_cell
 from scratchpad.runtime.names import url_component
+from scratchpad.text import cut_middle
 
 PLAIN_FRAME_BYTES = 60 * 1024  # under DESIGN's 64 KiB, with room for "data: " and framing
-TEXT_FIELDS = ("stdout", "stderr", "logs", "error", "result", "code", "description")
 
 
 async def cell_frames(
@@ -53,7 +52,10 @@ async def cell_frames(
             elif isinstance(item, Cell):
                 cell = item.to_dict()
                 if not stream_output:
-                    cell = fit_cell(cell, pad.name, PLAIN_FRAME_BYTES)
+                    where = f"GET /v1/pads/{url_component(pad.name)}/cells/{item.id}"
+                    cell = fit_cell(
+                        cell, PLAIN_FRAME_BYTES, f"to fit the stream; the whole cell: {where}"
+                    )
                 yield {"type": "cell", "cell": cell}
     except ScratchpadError as exc:
         yield error_frame(exc)
@@ -63,53 +65,5 @@ def error_frame(exc: ScratchpadError | str) -> dict[str, Any]:
     """The final frame of a cell the server could not run (its message kept short)."""
     if isinstance(exc, str):
         return {"type": "error", "error": exc}
-    message = _cut(str(exc), PLAIN_FRAME_BYTES // 8, "")
+    message = cut_middle(str(exc), PLAIN_FRAME_BYTES // 8)
     return {"type": "error", "error": message, "error_type": type(exc).__name__}
-
-
-def encoded_size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "replace"))
-
-
-def fit_cell(cell: dict[str, Any], pad_name: str, limit: int) -> dict[str, Any]:
-    """The cell, its long fields cut until its frame encodes to at most ``limit`` bytes."""
-    if encoded_size({"type": "cell", "cell": cell}) <= limit:
-        return cell
-    where = f"GET /v1/pads/{url_component(pad_name)}/cells/{cell.get('id', '')}"
-    cell = dict(cell)
-    outputs = cell.get("outputs") or []
-    if encoded_size(outputs) > limit // 4:
-        kinds = sorted({kind for bundle in outputs for kind in bundle})
-        note = f"[{len(outputs)} output(s) ({', '.join(kinds)}) left out of the stream; "
-        cell["outputs"] = [{"text/plain": f"{note}the whole cell: {where}]"}]
-    for field in TEXT_FIELDS:  # nothing longer than the whole frame can stay whole
-        if isinstance(cell.get(field), str) and len(cell[field]) > limit:
-            cell[field] = _cut(cell[field], limit, where)
-    for _ in range(100):
-        size = encoded_size({"type": "cell", "cell": cell})
-        if size <= limit:
-            break
-        longest = max(
-            (f for f in TEXT_FIELDS if isinstance(cell.get(f), str)),
-            key=lambda f: encoded_size(cell[f]),
-        )
-        text = cell[longest]
-        ratio = len(text) / max(1, encoded_size(text))
-        keep = len(text) - int((size - limit) * ratio) - len(where) - 100
-        cut = _cut(text, max(keep, len(text) // 2), where)
-        cell[longest] = cut if encoded_size(cut) < encoded_size(text) else ""
-    return cell
-
-
-def _cut(text: str, keep: int, where: str) -> str:
-    if len(text) <= keep:
-        return text
-    half = keep // 2
-    see = f"; the whole cell: {where}" if where else ""
-    note = f"\n[... {len(text) - 2 * half} characters cut to fit the stream{see} ...]\n"
-    return text[:half] + note + text[len(text) - half :]
-
-
-def _stub(bundle: dict[str, Any], where: str) -> dict[str, Any]:
-    kinds = ", ".join(sorted(bundle))
-    return {"text/plain": f"[output ({kinds}) left out of the stream; the whole cell: {where}]"}

@@ -39,7 +39,11 @@ class Guard:
         if path not in OPEN_PATHS:
             header = headers.get(b"authorization", b"").decode("latin-1")
             if not authorized(header, self.api_key):
-                refusal = error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'")
+                refusal = error(
+                    401,
+                    "missing or wrong API key: send 'Authorization: Bearer <key>'",
+                    "Unauthorized",
+                )
                 refusal.headers["www-authenticate"] = 'Bearer realm="scratchpad"'
                 return refusal
         length = headers.get(b"content-length", b"").decode("latin-1")
@@ -74,13 +78,14 @@ class Guard:
         return replay, None
 
     def _too_large(self, length: str) -> JSONResponse:
-        return error(413, f"request body of {length} bytes is over the {self.limit}-byte limit")
+        message = f"request body of {length} bytes is over the {self.limit}-byte limit"
+        return error(413, message, "InvalidInputError")
 
 
-def error(status: int, message: str, kind: str | None = None) -> JSONResponse:
-    """The one shape of every error answer: ``{"error": message, "type": error class}``."""
-    body = {"error": message} if kind is None else {"error": message, "type": kind}
-    return JSONResponse(body, status_code=status)
+def error(status: int, message: str, kind: str) -> JSONResponse:
+    """The one shape of every error answer: ``{"error": message, "type": kind}``, the kind
+    being a class of the error tree or an HTTP-level refusal (Unauthorized, NotFound, ...)."""
+    return JSONResponse({"error": message, "type": kind}, status_code=status)
 
 
 class EncodedNames:

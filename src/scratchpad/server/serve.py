@@ -15,6 +15,7 @@ from scratchpad.errors import ConfigError
 from scratchpad.fsutil import private_dir
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.procgroup import kill_orphans
 from scratchpad.server.app import create_app
 from scratchpad.server.auth import key_path, resolve_api_key
 from scratchpad.server.state import (
@@ -101,6 +102,9 @@ async def serve(host: str, port: int, settings: Settings | None = None) -> None:
 async def _serve_locked(host: str, sock: socket.socket, settings: Settings) -> None:
     port = sock.getsockname()[1]
     api_key = resolve_api_key(settings)
+    leftovers = await kill_orphans(str(settings.home))
+    if leftovers:
+        print(f"stopped {leftovers} process(es) left by a server of this home that was killed")
     manager = ScratchpadManager(settings=settings)
     pid = os.getpid()
     write_record(settings, ServerRecord(pid=pid, host=host, port=port))

@@ -22,6 +22,7 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from scratchpad.runtime.cell import rough_chars
 from scratchpad.text import clean_text
 
 PING_S = 15.0
@@ -29,6 +30,7 @@ BACKLOG_BYTES = 8 * 1024 * 1024
 PING = b": ping\n\n"
 GONE = b""  # queued by the disconnect watcher: stop sending
 FINAL_TYPES = frozenset({"cell", "error"})
+BIG_FRAME_CHARS = 256 * 1024
 
 log = logging.getLogger(__name__)
 _running: set[asyncio.Task[None]] = set()  # producers outlive a client that went away
@@ -97,8 +99,11 @@ class EventStream(Response):
     async def _produce(self) -> None:
         try:
             async for message in self.frames:
-                data = encode(message)
                 final = message.get("type") in FINAL_TYPES
+                if final and _big(message):  # a cell of many MB: encode it off the loop
+                    data = await asyncio.to_thread(encode, message)
+                else:
+                    data = encode(message)
                 if self._backlog > BACKLOG_BYTES and not final:
                     self._dropped += 1
                     continue
@@ -113,6 +118,13 @@ class EventStream(Response):
             if self._dropped:
                 log.info("a slow client missed %d stream frames", self._dropped)
             self._queue.put_nowait(None)
+
+
+def _big(message: dict[str, Any]) -> bool:
+    cell = message.get("cell")
+    if not isinstance(cell, dict):
+        return False
+    return rough_chars(cell) > BIG_FRAME_CHARS
 
 
 def encode(message: dict[str, Any]) -> bytes:

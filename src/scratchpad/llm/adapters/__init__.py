@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, InvalidInputError
 from scratchpad.llm.provider import Provider
+from scratchpad.text import find_control
 
 if TYPE_CHECKING:
     from scratchpad.runtime.base import PadLLM
@@ -49,6 +51,12 @@ def create_provider(spec: str | None = None, *, settings: Settings | None = None
 def pad_llm_environment(llm: PadLLM) -> dict[str, str]:
     """The environment variables that make ``get_llm()`` in a pad use ``llm`` (empty fields
     leave the server's own settings in place)."""
+    for field in fields(llm):
+        value = getattr(llm, field.name)
+        if not isinstance(value, str) or find_control(value) is not None:
+            raise InvalidInputError(
+                f"coding_{field.name} must be text without control characters, not {value!r}"
+            )
     if not llm.provider:
         return {}
     if llm.provider not in PROVIDERS:

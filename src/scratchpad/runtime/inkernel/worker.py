@@ -336,9 +336,9 @@ def format_exception(exc: BaseException) -> str:
 
     _flush_sources()
     summary = traceback.TracebackException.from_exception(exc)
-    own = os.path.abspath(__file__)
+    own = {os.path.abspath(__file__), ast.__file__}  # parsing a cell is our business too
     summary.stack = traceback.StackSummary.from_list(
-        [frame for frame in summary.stack if frame.filename != own]
+        [frame for frame in summary.stack if frame.filename not in own]
     )
     return "".join(summary.format())
 
