@@ -162,7 +162,7 @@ async def test_an_early_cancel_waits_for_the_cell_to_start(
             os.kill(pad.pid, signal.SIGCONT)
         assert await cancelling
         cell = await task
-        assert cell.status == "cancelled", cell.error
+        assert cell.status == "cancelled", (cell.error, cell.stderr[-500:], cell.logs)
         assert cell.error is not None and cell.error.startswith("Cell cancelled (interrupted")
         assert (await pad.execute("kept")).result == "1"
 

@@ -77,22 +77,31 @@ class CellRun:
         self.died = False  # the kernel died on its own (not killed by the ladder)
         self.done_event = asyncio.Event()
         self.stop_reason: StopReason | None = None
-        self.started = False  # the kernel reported that it entered the cell
         self.cancel_requested = False
         self._abort_text: str | None = None
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._began = time.perf_counter()
         self._start = loop.time()
-        self._last_activity = self._start
         self._last_streamed = 0.0
         self._interrupt_pending = False  # wanted, waiting for "started"
         self._interrupted_at: float | None = None
         self._ending: asyncio.Future[None] | None = None  # a kill or an exit under way
 
+    @property
+    def started(self) -> bool:
+        """Whether the kernel reported that it entered this cell (SIGINT can land now)."""
+        return self.kernel.started is not None
+
     def begin(self) -> bool:
         """Send the code to the kernel; False when the kernel is already gone."""
+        self.kernel.started = None
+        self.kernel.on_started = self._on_started
         return self.kernel.send({"type": "execute", "code": self.cell.code, "id": self.cell.id})
+
+    def _on_started(self) -> None:
+        if self._interrupt_pending:
+            self._send_interrupt(self._loop.time())
 
     def skip(self, reason: str) -> Cell:
         """End the cell without running it (cancelled while it waited for its turn)."""
@@ -129,7 +138,6 @@ class CellRun:
             return await self._on_message(payload)
         if kind == "exit":
             return [await self._end(self._exited())]
-        self._last_activity = self._loop.time()
         buffer = self.stdout if kind == "stdout" else self.stderr
         text = buffer.append(payload)
         return [OutputEvent(kind, text)] if text else []  # type: ignore[arg-type]
@@ -151,20 +159,16 @@ class CellRun:
     def _deadline(self) -> float:
         if self._interrupted_at is not None:
             return self._interrupted_at + self.grace
-        return min(
-            self._start + self.timeouts.total, self._last_activity + self.timeouts.inactivity
-        )
+        return min(self._start + self.timeouts.total, self._last_alive() + self.timeouts.inactivity)
+
+    def _last_alive(self) -> float:
+        """When the kernel last showed a sign of life during this cell (output, a frame, a
+        heartbeat), or when the cell began."""
+        return max(self._start, self.kernel.last_alive)
 
     async def _on_message(self, message: dict[str, object]) -> list[StreamItem]:
         kind = message.get("type")
         now = self._loop.time()
-        if kind in ("heartbeat", "started", "progress", "display"):
-            self._last_activity = now
-        if kind == "started":
-            self.started = True
-            if self._interrupt_pending:
-                self._send_interrupt(now)
-            return []
         if kind == "progress":
             text = cut_middle(clean_text(str(message.get("message", ""))), MESSAGE_CAP)
             return [ProgressEvent(text)] if self._keep(self.logs.append(text), now) else []
@@ -190,7 +194,7 @@ class CellRun:
             if now >= self._interrupted_at + self.grace and not self.kernel.done_queued:
                 return [await self._end(self._killed())]
             return []
-        silent = now >= self._last_activity + self.timeouts.inactivity
+        silent = now >= self._last_alive() + self.timeouts.inactivity
         if self._interrupt_pending and (silent or now >= self._start + self.timeouts.total):
             return [await self._end(self._killed())]  # it never even entered the cell
         if self.cancel_requested:
@@ -332,6 +336,7 @@ class CellRun:
             )
         cell.logs = _log_text(self.logs)
         cell.duration_s = round(time.perf_counter() - self._began, 6)
+        self.kernel.on_started = None
         self.finished = True
         self.on_finished(self)
         self.done_event.set()

@@ -19,6 +19,7 @@ import json
 import os
 import signal
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,11 @@ class KernelProcess:
         self._events: collections.deque[Event] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
         self._loop = asyncio.get_running_loop()
+        # Signs of life are kept here, not queued: a heartbeat or "started" must not cost
+        # the listener a wake-up of its own.
+        self.last_alive = self._loop.time()  # the last output or frame from the kernel
+        self.started: str | None = None  # the id the kernel reported entering (reset by
+        self.on_started: Callable[[], None] | None = None  # the caller before each cell)
         self.channel_closed = False
         self.protocol_error: str | None = None
         for fd in self._fds:
@@ -152,6 +158,7 @@ class KernelProcess:
         except OSError:
             data = b""
         kind = self._fds[fd]
+        self.last_alive = self._loop.time()
         if not data:
             self._loop.remove_reader(fd)
             self._open_outputs.discard(fd)
@@ -171,7 +178,15 @@ class KernelProcess:
             self._on_protocol_error(str(exc))
             return
         for message in messages:
-            if message.get("type") in ORDERED_AFTER_OUTPUT:
+            frame_type = message.get("type")
+            if frame_type == "heartbeat":
+                continue
+            if frame_type == "started":
+                self.started = str(message.get("id", ""))
+                if self.on_started is not None:
+                    self.on_started()
+                continue
+            if frame_type in ORDERED_AFTER_OUTPUT:
                 self._drain_outputs()  # what the cell printed before this came first
             self._push(("msg", message))
 

@@ -58,6 +58,11 @@ MESSAGE_CAP = 4_000  # characters of one progress() message
 DEFAULT_HEARTBEAT_S = 2.0
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+ASYNC_SIGNALS = {
+    getattr(_signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2")
+    if hasattr(_signal, name)
+}
 
 
 class _PrivateFinder:
@@ -163,7 +168,14 @@ class Kernel:
         raise KeyboardInterrupt
 
     def heartbeat(self, interval: float) -> None:
-        """The heartbeat thread: a frame every ``interval`` seconds while a cell runs."""
+        """The heartbeat thread: a frame every ``interval`` seconds while a cell runs.
+
+        It blocks the asynchronous signals first: a SIGINT it took would set Python's flag
+        but leave the main thread asleep in a blocking call, so an interrupt could be lost.
+        """
+        block = getattr(_signal, "pthread_sigmask", None)
+        if block is not None:
+            block(_signal.SIG_BLOCK, ASYNC_SIGNALS)
         while True:
             time.sleep(interval)
             if self.busy:
