@@ -20,8 +20,10 @@ from scratchpad.cli.output import fail
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}  # inherited
 
 
-class Command(TyperCommand):
-    """A command whose help shows no types: see :func:`tidy`."""
+class _Tidy:
+    """Help without types for the parameters of a command or group: see :func:`tidy`."""
+
+    params: list[Any]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -29,24 +31,18 @@ class Command(TyperCommand):
             tidy(param)
 
     def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
+        option = super().get_help_option(ctx)  # type: ignore[misc]
         tidy(option)
         return option
 
 
-class Group(TyperGroup):
+class Command(_Tidy, TyperCommand):
+    """A command whose help shows no types."""
+
+
+class Group(_Tidy, TyperGroup):
     """A command group whose help shows no types, and whose usage errors and file-system
     errors are one line each."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for param in self.params:
-            tidy(param)
-
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        tidy(option)
-        return option
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         with one_line_errors():

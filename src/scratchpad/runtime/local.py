@@ -13,7 +13,6 @@ import contextlib
 import os
 import sys
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from scratchpad.config import Settings
@@ -26,18 +25,14 @@ from scratchpad.errors import (
     ScratchpadError,
 )
 from scratchpad.llm.adapters import pad_llm_environment
-from scratchpad.runtime import procgroup, venv
-from scratchpad.runtime.base import (
-    CLOSED,
-    PadLLM,
-    ScratchpadRuntime,
-    check_execute_args,
-    take_turn,
-)
+from scratchpad.runtime import venv
+from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem, new_cell_id
+from scratchpad.runtime.cellqueue import CellQueue, Ticket
 from scratchpad.runtime.cellrun import Caps, CellRun
 from scratchpad.runtime.history import CellHistory, fold
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
+from scratchpad.runtime.proctree import new_tag
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 
 MPL_BACKEND = "module://_scratchpad_mpl_backend"
@@ -45,25 +40,7 @@ DEATHS_BEFORE_FULL_RESET = 2
 REQUEST_TIMEOUT_S = 30.0
 LATE_OUTPUT_CAP = 64 * 1024  # bytes of between-cells output kept per stream
 ABORT_WAIT_S = 10.0  # how long reset/close wait for the running cell to end
-CANCELLED_IDS_KEPT = 1024
 OFF_LOOP_BYTES = 256 * 1024  # cells at least this big are written from a worker thread
-
-
-@dataclass(eq=False)
-class Ticket:
-    """A submitted cell from the moment it is queued until it is recorded."""
-
-    cell: Cell
-    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
-    reason: str = ""
-    finished: asyncio.Future[Cell] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
-
-    def cancel(self, reason: str) -> None:
-        if not self.cancelled.is_set():
-            self.reason = reason
-            self.cancelled.set()
 
 
 class LocalRuntime(ScratchpadRuntime):
@@ -84,10 +61,8 @@ class LocalRuntime(ScratchpadRuntime):
         self.cwd = cwd
         self.settings = settings
         self._kernel: KernelProcess | None = None
-        self._lock = asyncio.Lock()
-        self._tickets: dict[str, Ticket] = {}  # queued and running cells by id
-        self._cancelled: dict[str, None] = {}  # ids cancelled before they arrived (newest last)
-        self._current: Ticket | None = None  # the cell that holds the lock
+        self._queue = CellQueue()
+        self._lock = self._queue.lock  # cells, reset, close and installs take turns on it
         self._run: CellRun | None = None
         self._closed = False
         self._destroyed = False
@@ -126,14 +101,14 @@ class LocalRuntime(ScratchpadRuntime):
 
     @property
     def busy(self) -> bool:
-        return self._current is not None
+        return self._queue.current is not None
 
     @property
     def queued(self) -> int:
-        return len(self._tickets) - (self._current is not None)
+        return self._queue.waiting
 
     def knows(self, cell_id: str) -> bool:
-        return cell_id in self._tickets or cell_id in self._recorded()
+        return self._queue.get(cell_id) is not None or cell_id in self._recorded()
 
     def _recorded(self) -> dict[str, Cell]:
         """The recorded cells by id (built once a submit names one)."""
@@ -184,20 +159,19 @@ class LocalRuntime(ScratchpadRuntime):
         await venv.remove(self.root)
 
     async def cancel(self, cell_id: str | None = None) -> bool:
-        ticket = self._current if cell_id is None else self._tickets.get(cell_id)
+        queue = self._queue
+        ticket = queue.current if cell_id is None else queue.get(cell_id)
         if ticket is None:
             if cell_id is not None:  # it may still be on its way: it must not run then
-                self._cancelled[cell_id] = None
-                if len(self._cancelled) > CANCELLED_IDS_KEPT:
-                    del self._cancelled[next(iter(self._cancelled))]
+                queue.forbid(cell_id)
             return False
         run = self._run
-        if ticket is self._current and run is not None and run.cell is ticket.cell:
+        if ticket is queue.current and run is not None and run.cell is ticket.cell:
             run.request_cancel()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(run.done_event.wait(), self.settings.interrupt_grace_s + 10)
         else:  # queued, or waiting for its kernel: it never runs
-            ticket.cancel("Cell cancelled before it started; nothing ran.")
+            ticket.cancel()
         return True
 
     async def configure_llm(self, llm: PadLLM) -> None:
@@ -213,10 +187,9 @@ class LocalRuntime(ScratchpadRuntime):
     async def _end_cells(self, why: str) -> None:
         """Cancel the queued cells and stop the running one (its state goes with the
         kernel); wait until it is recorded."""
-        current = self._current
-        for ticket in list(self._tickets.values()):
-            if ticket is not current:
-                ticket.cancel(f"Cell cancelled before it started: {why}; nothing ran.")
+        current = self._queue.current
+        for ticket in self._queue.others():
+            ticket.cancel(f"Cell cancelled before it started: {why}; nothing ran.")
         if current is None:
             return
         run = self._run
@@ -257,17 +230,13 @@ class LocalRuntime(ScratchpadRuntime):
             estimated_time=request.estimated_time,
             id=request.cell_id or new_cell_id(),
         )
-        ticket = Ticket(cell)
-        self._tickets[cell.id] = ticket
-        if cell.id in self._cancelled:
-            del self._cancelled[cell.id]
-            ticket.cancel("Cell cancelled before it started; nothing ran.")
+        ticket = self._queue.submit(cell)
         try:
-            if not await self._wait_turn(ticket):
+            if not await self._queue.wait_turn(ticket):
                 yield await self._skipped(ticket)
                 return
         except BaseException:
-            self._forget(ticket)
+            self._queue.done(ticket)
             raise
         run: CellRun | None = None
         try:
@@ -293,18 +262,11 @@ class LocalRuntime(ScratchpadRuntime):
 
     async def _known(self, cell_id: str) -> Cell | None:
         """The cell with this id: awaited when queued or running, else from the history."""
-        ticket = self._tickets.get(cell_id)
+        ticket = self._queue.get(cell_id)
         if ticket is not None:
             return await asyncio.shield(ticket.finished)
         await self.load_cells()
         return self._recorded().get(cell_id)
-
-    async def _wait_turn(self, ticket: Ticket) -> bool:
-        """Take the pad's lock in submission order; False when cancelled while waiting."""
-        if not await take_turn(self._lock, ticket.cancelled):
-            return False
-        self._current = ticket
-        return True
 
     async def _skipped(self, ticket: Ticket) -> Cell:
         cell = ticket.cell
@@ -312,20 +274,12 @@ class LocalRuntime(ScratchpadRuntime):
         cell.error = ticket.reason + "\n"
         self._remember(cell)
         await self._persist(cell)
-        self._forget(ticket)
+        self._queue.done(ticket)
         return cell
-
-    def _forget(self, ticket: Ticket) -> None:
-        if self._tickets.get(ticket.cell.id) is ticket:
-            del self._tickets[ticket.cell.id]
-        if not ticket.finished.done():
-            ticket.finished.set_result(ticket.cell)
 
     def _release(self, ticket: Ticket) -> None:
         self._run = None
-        self._current = None
-        self._forget(ticket)
-        self._lock.release()
+        self._queue.release(ticket)
 
     async def _begin(self, ticket: Ticket, timeouts: Timeouts) -> CellRun:
         self._check_open()
@@ -490,7 +444,7 @@ class LocalRuntime(ScratchpadRuntime):
                     },
                     timeout=self.settings.kernel_start_timeout_s,
                     worker=self.worker,
-                    tag=procgroup.new_tag(str(self.settings.home)),
+                    tag=new_tag(str(self.settings.home)),
                 )
             except KernelStartError as exc:
                 last_error = str(exc)

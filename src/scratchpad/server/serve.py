@@ -15,7 +15,7 @@ from scratchpad.errors import ConfigError
 from scratchpad.fsutil import private_dir
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.procgroup import kill_orphans
+from scratchpad.runtime.proctree import kill_orphans
 from scratchpad.server.app import create_app
 from scratchpad.server.auth import key_path, resolve_api_key
 from scratchpad.server.state import (
