@@ -30,8 +30,10 @@ log = logging.getLogger(__name__)
 def encode(cell: Cell, limit: int | None = None) -> bytes:
     """One line of the file; with ``limit``, the record fitted to about that many bytes."""
     data = cell.to_dict()
-    if limit is not None:
-        data = fit_cell(data, limit, "from this pad's history (SCRATCHPAD_HISTORY_MAX_BYTES)")
+    line = (_ENCODER.encode(data) + "\n").encode("utf-8", "replace")
+    if limit is None or len(line) <= limit:
+        return line
+    data = fit_cell(data, limit, "from this pad's history (SCRATCHPAD_HISTORY_MAX_BYTES)")
     return (_ENCODER.encode(data) + "\n").encode("utf-8", "replace")
 
 
