@@ -202,10 +202,16 @@ def rough_chars(cell: dict[str, Any]) -> int:
     return size + _outputs_chars(cell.get("outputs") or [])
 
 
-def _outputs_chars(outputs: list[dict[str, Any]]) -> int:
+def bundle_size(bundle: dict[str, Any]) -> int:
+    """About how many characters a mime bundle takes (text as it is, other data as JSON)."""
     return sum(
-        len(value) for bundle in outputs for value in bundle.values() if isinstance(value, str)
+        len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+        for value in bundle.values()
     )
+
+
+def _outputs_chars(outputs: list[dict[str, Any]]) -> int:
+    return sum(bundle_size(bundle) for bundle in outputs)
 
 
 def fit_cell(cell: dict[str, Any], limit: int, why: str) -> dict[str, Any]:

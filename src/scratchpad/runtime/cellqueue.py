@@ -16,6 +16,13 @@ CANCELLED_IDS_KEPT = 1024
 NOT_RUN = "Cell cancelled before it started; nothing ran."
 
 
+def remember(ids: dict[str, None], cell_id: str, keep: int) -> None:
+    """Add ``cell_id`` to an insertion-ordered set of at most ``keep`` ids (oldest go)."""
+    ids[cell_id] = None
+    if len(ids) > keep:
+        del ids[next(iter(ids))]
+
+
 @dataclass(eq=False)
 class Ticket:
     """A submitted cell from the moment it is queued until it is recorded."""
@@ -54,9 +61,7 @@ class CellQueue:
 
     def forbid(self, cell_id: str) -> None:
         """A cell of this id, should it still come, is cancelled on arrival."""
-        self._forbidden[cell_id] = None
-        if len(self._forbidden) > CANCELLED_IDS_KEPT:
-            del self._forbidden[next(iter(self._forbidden))]
+        remember(self._forbidden, cell_id, CANCELLED_IDS_KEPT)
 
     def submit(self, cell: Cell) -> Ticket:
         ticket = Ticket(cell)

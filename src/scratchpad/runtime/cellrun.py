@@ -13,7 +13,6 @@ stop; the grace clock runs from the interrupt.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from scratchpad.runtime.cell import (
     OutputEvent,
     ProgressEvent,
     StreamItem,
+    bundle_size,
 )
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.runtime.timeouts import Timeouts
@@ -352,14 +352,6 @@ def _log_text(logs: CappedItems[str]) -> str:
         )
     lines.extend(item for item, _ in logs.tail)
     return "\n".join(lines)
-
-
-def bundle_size(bundle: dict[str, Any]) -> int:
-    """About how many bytes a mime bundle takes on the wire."""
-    return sum(
-        len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
-        for value in bundle.values()
-    )
 
 
 def fit_bundle(bundle: dict[str, Any], cap: int) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from scratchpad.config import Settings
 from scratchpad.errors import InvalidPadNameError, PadNotFoundError
 from scratchpad.runtime import venv
 from scratchpad.runtime.base import CLOSED, RuntimeFactory, ScratchpadRuntime
+from scratchpad.runtime.cellqueue import remember
 from scratchpad.runtime.history import count_cells
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.names import dir_name, is_pad_dir_name, validate_pad_name
@@ -230,20 +231,20 @@ class ScratchpadManager:
         """Every pad, running or on disk, with its status and number of cells. Histories of
         stopped pads are counted in a thread, and only again when their file changed."""
         names = await asyncio.to_thread(self.names_on_disk)
-        listed = []
-        for name in sorted(set(names) | set(self._pads)):
-            pad = self._pads.get(name)
-            if pad is not None and not pad.closed:
-                status = "busy" if pad.busy else "idle"
-                cells = len(await pad.load_cells())
-                listed.append(PadInfo(name, status, cells, pad.queued))
-            else:
-                path = pad_root(self.settings, name) / "history.jsonl"
-                cells = await asyncio.to_thread(self._count, path)
-                listed.append(PadInfo(name, "stopped", cells))
-        return listed
+        running = {name: pad for name, pad in self._pads.items() if not pad.closed}
+        stopped = sorted(set(names) - set(running))
+        counts = await asyncio.to_thread(lambda: [self._count(name) for name in stopped])
+        listed = [
+            PadInfo(name, "stopped", cells) for name, cells in zip(stopped, counts, strict=True)
+        ]
+        for name, pad in running.items():
+            cells = len(await pad.load_cells())
+            listed.append(PadInfo(name, "busy" if pad.busy else "idle", cells, pad.queued))
+        return sorted(listed, key=lambda info: info.name)
 
-    def _count(self, path: Path) -> int:
+    def _count(self, name: str) -> int:
+        """Cells in a stopped pad's history; counted again only when the file changed."""
+        path = pad_root(self.settings, name) / "history.jsonl"
         try:
             stat = path.stat()
         except OSError:
@@ -269,10 +270,7 @@ class ScratchpadManager:
         if pad is not None and not pad.closed:
             return await pad.cancel(cell_id)
         if cell_id is not None:
-            early = self._early_cancels.setdefault(name, {})
-            early[cell_id] = None
-            if len(early) > EARLY_CANCELS_KEPT:
-                del early[next(iter(early))]
+            remember(self._early_cancels.setdefault(name, {}), cell_id, EARLY_CANCELS_KEPT)
         return False
 
     async def remove(self, name: str) -> None:

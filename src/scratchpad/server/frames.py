@@ -61,9 +61,7 @@ async def cell_frames(
         yield error_frame(exc)
 
 
-def error_frame(exc: ScratchpadError | str) -> dict[str, Any]:
+def error_frame(exc: ScratchpadError) -> dict[str, Any]:
     """The final frame of a cell the server could not run (its message kept short)."""
-    if isinstance(exc, str):
-        return {"type": "error", "error": exc}
     message = cut_middle(str(exc), PLAIN_FRAME_BYTES // 8)
     return {"type": "error", "error": message, "error_type": type(exc).__name__}
