@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
 
 
@@ -28,3 +29,9 @@ async def read_pid(path: Path) -> int:
     while not path.exists() or not path.read_text().strip():  # noqa: ASYNC110
         await asyncio.sleep(0.01)
     return int(path.read_text())
+
+
+def default_sigint() -> None:
+    """For ``preexec_fn``: a child that a test will Ctrl-C starts with SIGINT at its default,
+    even where the tests run in the background (there it starts ignored, and is inherited)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -17,7 +17,7 @@ from scratchpad.cli.app import app
 from scratchpad.memory import load_state
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.lock import agent_lock
-from tests.process_helpers import process_gone
+from tests.process_helpers import default_sigint, process_gone
 
 runner = CliRunner()
 SCRATCHPAD = Path(sys.executable).with_name("scratchpad")
@@ -222,7 +222,13 @@ def test_ctrl_c_during_a_shell_call_stops_the_command(tmp_path: Path) -> None:
     command = f"sleep 30 & echo $! > {pid_file}; wait"
     model = script(tmp_path, call("shell", command=command), call("done"))
     run = [str(SCRATCHPAD), "agent", "run", str(agent), "--model", model]
-    with subprocess.Popen(run, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+    with subprocess.Popen(
+        run,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
+    ) as proc:
         deadline = time.monotonic() + 30
         while not (pid_file.exists() and pid_file.read_text().strip()):
             assert proc.poll() is None and time.monotonic() < deadline

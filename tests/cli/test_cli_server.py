@@ -18,7 +18,7 @@ import pytest
 from scratchpad.cli.background import stop
 from scratchpad.config import Settings
 from scratchpad.server.state import ServerRecord, read_record, state_path, write_record
-from tests.process_helpers import process_gone
+from tests.process_helpers import default_sigint, process_gone
 from tests.server_helpers import running_server
 
 LONG_CELL = "import time\nx = 7\nprint('started', flush=True)\ntime.sleep(60)"
@@ -36,6 +36,7 @@ def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,  # it may be sent a Ctrl-C
     )
 
 
