@@ -64,6 +64,20 @@ class Settings(BaseSettings):
     install_timeout_s: float = Field(120.0, gt=0)
     compact_keep_cells: int = Field(5, ge=1, description="Cells kept whole by view().")
 
+    sandbox: Literal["auto", "off", "require"] = Field(
+        "auto",
+        description="Landlock sandbox of pad kernels: auto (where the kernel has it), off, or "
+        "require (pads refuse to start without it).",
+    )
+
+    # The vault (see scratchpad.vault).
+    vault_key: str | None = Field(
+        None, description="The vault's Fernet key, when no OS keyring is used."
+    )
+    vault_default_grant: Literal["all", "none"] = Field(
+        "all", description="Connections a pad gets without grants of its own: all or none."
+    )
+
     # Observations (see scratchpad.observations).
     observations_db: Path | None = Field(
         None, description="The observation store's SQLite file; <home>/observations.db if unset."

@@ -22,7 +22,11 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   ├── PadClosedError       the pad was closed or cleaned up and cannot run cells
     │   ├── VenvError            the pad's virtualenv could not be created or repaired
     │   ├── KernelStartError     the kernel process did not come up
+    │   ├── SandboxError         the pad cannot be sandboxed and SCRATCHPAD_SANDBOX=require
     │   └── InstallError         installing packages into the pad failed or timed out
+    ├── VaultError               the vault cannot do what was asked (key, file, record)
+    │   ├── VaultNotFoundError   no connection with that engine and name
+    │   └── VaultRecordError     one stored record is corrupt or cannot be decrypted
     └── AgentError               an agent directory cannot be used as asked (missing, no cycle)
         ├── AgentStateError      the agent's state file is not valid YAML or has a wrong type
         ├── AgentLockedError     another cycle holds the agent directory's lock
@@ -117,6 +121,25 @@ class KernelStartError(PadError):
     """The kernel process did not come up."""
 
 
+class SandboxError(PadError):
+    """The pad cannot be sandboxed here and SCRATCHPAD_SANDBOX=require refuses it."""
+
+
+class VaultError(ScratchpadError):
+    """The vault cannot do what was asked (no key, unwritable directory, bad input)."""
+
+
+class VaultNotFoundError(VaultError, KeyError):
+    """No connection with that engine and name."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else "connection not found"
+
+
+class VaultRecordError(VaultError):
+    """One stored record is corrupt or cannot be decrypted with this key."""
+
+
 class InstallError(PadError):
     """Installing packages into the pad failed or timed out."""
 
@@ -145,6 +168,7 @@ class ReplyError(AgentError, ValueError):
 HTTP_STATUS: dict[type[ScratchpadError], int] = {
     InvalidInputError: 400,
     PadNotFoundError: 404,
+    VaultNotFoundError: 404,
     ObservationNotFoundError: 404,
     PadClosedError: 409,
     AgentLockedError: 409,

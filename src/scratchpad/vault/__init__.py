@@ -1,0 +1,1 @@
+"""The vault: encrypted local credentials, their injection into pads, and the one scrubber."""

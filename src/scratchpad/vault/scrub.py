@@ -1,0 +1,245 @@
+"""The one scrubber: every secret value this process knows, removed from text on its way out.
+
+A secret is caught as itself and as it looks once encoded: JSON-escaped, URL-encoded, hex
+(both cases), base64 and URL-safe base64 — also the shifted forms that appear when the value
+follows other bytes in the encoded data — and, for multi-line values, line by line. Strings
+shaped like well-known API keys (``sk-…``, ``sk-ant-…``, ``AIza…``, ``ghp_…``, ``github_pat_…``,
+``xox[abp]-…``, ``AKIA…``) are caught even when nobody registered them.
+
+A known secret becomes ``[NAME]`` (its variable, e.g. ``[DS_POSTGRES_PROD__PASSWORD]``), an
+unknown key-shaped string ``[REDACTED]``. Values shorter than :data:`MIN_SECRET_CHARS` are not
+taken: they would redact ordinary words.
+
+Streams use :meth:`Scrubber.stream`: a value split across two chunks is still caught, because
+a tail that could be the start of a secret is held back until the next chunk or the end.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+MIN_SECRET_CHARS = 6
+REDACTED = "[REDACTED]"
+HELD_WORD_CHARS = 256  # a trailing run of key characters held back by a stream, at most
+
+# Key shapes caught whether registered or not (a letter or digit before them is no start).
+KEY_SHAPES = (
+    r"sk-ant-[A-Za-z0-9_\-]{16,}",
+    r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+    r"AIza[0-9A-Za-z_\-]{30,}",
+    r"gh[pousr]_[A-Za-z0-9]{30,}",
+    r"github_pat_[A-Za-z0-9_]{22,}",
+    r"xox[abpr]-[A-Za-z0-9\-]{10,}",
+    r"(?:AKIA|ASIA)[0-9A-Z]{16}",
+)
+_KEY_SHAPED = "(?:" + "|".join(KEY_SHAPES) + ")"  # no look-behind: it would slow every search
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_TRAILING_WORD = re.compile(r"[A-Za-z0-9_\-]{1,%d}\Z" % HELD_WORD_CHARS)
+
+
+def encodings(value: str) -> set[str]:
+    """The forms ``value`` takes in output: itself, escaped, percent-encoded, hex, base64."""
+    raw = value.encode("utf-8")
+    forms = {
+        value,
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        repr(value)[1:-1],
+        quote(value, safe=""),
+        quote(value),
+        quote_plus(value),
+        raw.hex(),
+        raw.hex().upper(),
+    }
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        forms.update(_base64_cores(raw, encode))
+    return {form for form in forms if len(form) >= MIN_SECRET_CHARS}
+
+
+def _base64_cores(raw: bytes, encode: Callable[[bytes], bytes]) -> set[str]:
+    """The base64 characters that depend on ``raw`` alone, for each of its three alignments
+    (a value after 0, 1 or 2 other bytes encodes differently)."""
+    cores = set()
+    for shift in range(3):
+        text = encode(b"\0" * shift + raw).decode("ascii")
+        first = -(-8 * shift // 6)  # the first character made only of the value's bits
+        last = 8 * (shift + len(raw)) // 6  # characters past it mix in what follows
+        cores.add(text[first:last])
+    return cores
+
+
+def trie_pattern(words: Iterable[str]) -> str:
+    """One regular expression matching any of ``words``, longest first, with common prefixes
+    shared (an alternation of many literals would try each at every position)."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + build(child) for char, child in node.items() if char]
+        if not branches:
+            return ""
+        if len(branches) == 1 and "" not in node:
+            return branches[0]
+        return "(?:" + "|".join(branches) + ")" + ("?" if "" in node else "")
+
+    return build(trie)
+
+
+def secret_lines(value: str) -> list[str]:
+    """A value and, when it spans lines, each of its lines long enough to be caught alone."""
+    lines = [line.strip() for line in value.splitlines()]
+    return [value] + [line for line in lines if len(line) >= MIN_SECRET_CHARS and line != value]
+
+
+class Scrubber:
+    """Knows every secret value of the process; ``scrub`` replaces them in text.
+
+    Thread-safe; adding values rebuilds one compiled pattern. Values are never forgotten (text
+    stored before a rotation still holds the old one).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._labels: dict[str, str] = {}  # each form of each secret → its replacement
+        self._pattern = re.compile(_KEY_SHAPED)
+        self._prefixes: frozenset[str] = frozenset()
+        self._longest = 0
+        self.version = 0  # grows with every change (callers re-scrub stored text on it)
+
+    def add(self, value: str, name: str | None = None) -> bool:
+        """Register a secret; False (and nothing kept) when it is too short to be one."""
+        return self.add_many({value: name}) > 0
+
+    def add_many(self, secrets: dict[str, str | None]) -> int:
+        """Register several secrets (value → variable name or None); how many were new."""
+        added = 0
+        with self._lock:
+            for value, name in secrets.items():
+                if not isinstance(value, str) or len(value.strip()) < MIN_SECRET_CHARS:
+                    continue
+                label = f"[{name}]" if name else REDACTED
+                for line in secret_lines(value):
+                    for form in encodings(line):
+                        if self._labels.get(form) != label:
+                            added += form not in self._labels
+                            self._labels.setdefault(form, label)
+            if added:
+                self._rebuild()
+        return added
+
+    def _rebuild(self) -> None:
+        forms = list(self._labels)
+        literal = trie_pattern(forms)
+        self._pattern = re.compile(f"{literal}|{_KEY_SHAPED}" if literal else _KEY_SHAPED)
+        self._prefixes = frozenset(form[:i] for form in forms for i in range(1, len(form)))
+        self._longest = max(map(len, forms), default=0)
+        self.version += 1
+
+    def knows(self, text: str) -> bool:
+        """Whether ``text`` holds anything this scrubber would replace."""
+        return self._pattern.search(text) is not None
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret (and key-shaped string) replaced."""
+        if not text:
+            return text
+        labels = self._labels
+
+        def replace(match: re.Match[str]) -> str:
+            found = match.group()
+            label = labels.get(found)
+            if label is not None:
+                return label
+            start = match.start()  # a key shape inside a longer word is no key
+            return found if start and text[start - 1] in _KEY_CHARS else REDACTED
+
+        return self._pattern.sub(replace, text)
+
+    def scrub_data(self, data: Any) -> Any:
+        """Strings anywhere in nested lists and dicts (keys too) scrubbed; the rest as is."""
+        if isinstance(data, str):
+            return self.scrub(data)
+        if isinstance(data, dict):
+            return {self.scrub_data(k): self.scrub_data(v) for k, v in data.items()}
+        if isinstance(data, list | tuple):
+            return type(data)(self.scrub_data(item) for item in data)
+        return data
+
+    def stream(self) -> StreamScrubber:
+        """A scrubber for one stream of chunks (a cell's stdout, say)."""
+        return StreamScrubber(self)
+
+    def held_tail(self, text: str) -> int:
+        """How many trailing characters of ``text`` could begin a secret still to come."""
+        prefixes, longest = self._prefixes, self._longest
+        held = 0
+        for size in range(min(len(text), max(longest - 1, 0)), 0, -1):
+            if text[-size:] in prefixes:
+                held = size
+                break
+        word = _TRAILING_WORD.search(text)
+        if word is not None and (word.start() == 0 or not text[word.start() - 1].isalnum()):
+            held = max(held, len(text) - word.start())
+        return held
+
+
+class StreamScrubber:
+    """Scrubs a stream chunk by chunk, holding back a tail that may continue into the next."""
+
+    def __init__(self, scrubber: Scrubber) -> None:
+        self._scrubber = scrubber
+        self._pending = ""
+
+    def feed(self, chunk: str) -> str:
+        """The scrubbed text that is safe to pass on now (possibly empty)."""
+        text = self._pending + chunk
+        if not text:
+            return ""
+        last_end = 0
+        for match in self._scrubber._pattern.finditer(text):
+            last_end = match.end()
+        held = min(self._scrubber.held_tail(text[last_end:]), len(text) - last_end)
+        if last_end == len(text) and last_end:  # a match at the very end may go on
+            held = len(text) - self._last_match_start(text)
+        cut = len(text) - held
+        self._pending = text[cut:]
+        return self._scrubber.scrub(text[:cut])
+
+    def _last_match_start(self, text: str) -> int:
+        start = 0
+        for match in self._scrubber._pattern.finditer(text):
+            start = match.start()
+        return start
+
+    def flush(self) -> str:
+        """What is still held back, scrubbed (the stream ended)."""
+        text, self._pending = self._pending, ""
+        return self._scrubber.scrub(text)
+
+
+_SCRUBBER = Scrubber()
+
+
+def scrubber() -> Scrubber:
+    """The process's scrubber."""
+    return _SCRUBBER
+
+
+def scrub(text: str) -> str:
+    """``text`` scrubbed by the process's scrubber."""
+    return _SCRUBBER.scrub(text)
+
+
+def register(secrets: Iterable[tuple[str, str | None]]) -> int:
+    """Register (value, name) pairs with the process's scrubber; how many forms were new."""
+    return _SCRUBBER.add_many(dict(secrets))
