@@ -40,7 +40,7 @@ KEY_SHAPES = (
 )
 _KEY_SHAPED = "(?:" + "|".join(KEY_SHAPES) + ")"  # no look-behind: it would slow every search
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-_TRAILING_WORD = re.compile(r"[A-Za-z0-9_\-]{1,%d}\Z" % HELD_WORD_CHARS)
+_TRAILING_WORD = re.compile(rf"[A-Za-z0-9_\-]{{1,{HELD_WORD_CHARS}}}\Z")
 
 
 def encodings(value: str) -> set[str]:
