@@ -95,6 +95,11 @@ def trie_pattern(words: Iterable[str]) -> str:
     return build(trie)
 
 
+def is_secret_length(value: object) -> bool:
+    """Whether ``value`` is long enough to be scrubbed without redacting ordinary words."""
+    return isinstance(value, str) and len(value.strip()) >= MIN_SECRET_CHARS
+
+
 def secret_lines(value: str) -> list[str]:
     """A value and, when it spans lines, each of its lines long enough to be caught alone."""
     lines = [line.strip() for line in value.splitlines()]
@@ -118,21 +123,26 @@ class Scrubber:
 
     def add(self, value: str, name: str | None = None) -> bool:
         """Register a secret; False (and nothing kept) when it is too short to be one."""
-        return self.add_many({value: name}) > 0
+        if not is_secret_length(value):
+            return False
+        self.add_many({value: name})
+        return True
 
     def add_many(self, secrets: dict[str, str | None]) -> int:
-        """Register several secrets (value → variable name or None); how many were new."""
+        """Register secrets (value → variable name or None); how many new forms that made.
+        Values too short to be secrets are skipped."""
         added = 0
         with self._lock:
             for value, name in secrets.items():
-                if not isinstance(value, str) or len(value.strip()) < MIN_SECRET_CHARS:
+                if not is_secret_length(value):
                     continue
                 label = f"[{name}]" if name else REDACTED
                 for line in secret_lines(value):
                     for form in encodings(line):
-                        if self._labels.get(form) != label:
-                            added += form not in self._labels
-                            self._labels.setdefault(form, label)
+                        known = self._labels.get(form)
+                        added += known is None
+                        if known is None or (known == REDACTED and name):
+                            self._labels[form] = label
             if added:
                 self._rebuild()
         return added
@@ -153,17 +163,17 @@ class Scrubber:
         """``text`` with every secret (and key-shaped string) replaced."""
         if not text:
             return text
-        labels = self._labels
+        return self._pattern.sub(lambda match: self.replacement(match, text), text)
 
-        def replace(match: re.Match[str]) -> str:
-            found = match.group()
-            label = labels.get(found)
-            if label is not None:
-                return label
-            start = match.start()  # a key shape inside a longer word is no key
-            return found if start and text[start - 1] in _KEY_CHARS else REDACTED
-
-        return self._pattern.sub(replace, text)
+    def replacement(self, match: re.Match[str], text: str) -> str:
+        """What replaces one match: its label, or REDACTED for a key shape (none at all for a
+        key shape that only continues a longer word)."""
+        found = match.group()
+        label = self._labels.get(found)
+        if label is not None:
+            return label
+        start = match.start()
+        return found if start and text[start - 1] in _KEY_CHARS else REDACTED
 
     def scrub_data(self, data: Any) -> Any:
         """Strings anywhere in nested lists and dicts (keys too) scrubbed; the rest as is."""
@@ -180,17 +190,16 @@ class Scrubber:
         return StreamScrubber(self)
 
     def held_tail(self, text: str) -> int:
-        """How many trailing characters of ``text`` could begin a secret still to come."""
-        prefixes, longest = self._prefixes, self._longest
+        """How many trailing characters of ``text`` could begin a secret still to come: the
+        longest tail that starts a known form, or a trailing run of key characters."""
+        prefixes = self._prefixes
         held = 0
-        for size in range(min(len(text), max(longest - 1, 0)), 0, -1):
+        for size in range(min(len(text), max(self._longest - 1, 0)), 0, -1):
             if text[-size:] in prefixes:
                 held = size
                 break
         word = _TRAILING_WORD.search(text)
-        if word is not None and (word.start() == 0 or not text[word.start() - 1].isalnum()):
-            held = max(held, len(text) - word.start())
-        return held
+        return max(held, 0 if word is None else len(text) - word.start())
 
 
 class StreamScrubber:
@@ -203,23 +212,19 @@ class StreamScrubber:
     def feed(self, chunk: str) -> str:
         """The scrubbed text that is safe to pass on now (possibly empty)."""
         text = self._pending + chunk
-        if not text:
-            return ""
-        last_end = 0
-        for match in self._scrubber._pattern.finditer(text):
-            last_end = match.end()
-        held = min(self._scrubber.held_tail(text[last_end:]), len(text) - last_end)
-        if last_end == len(text) and last_end:  # a match at the very end may go on
-            held = len(text) - self._last_match_start(text)
-        cut = len(text) - held
+        scrubber = self._scrubber
+        cut = len(text) - scrubber.held_tail(text)
+        pieces: list[str] = []
+        done = 0
+        for match in scrubber._pattern.finditer(text):
+            if match.end() > cut:
+                cut = min(cut, match.start())  # never split what was found
+                break
+            pieces += (text[done : match.start()], scrubber.replacement(match, text))
+            done = match.end()
+        pieces.append(text[done:cut])
         self._pending = text[cut:]
-        return self._scrubber.scrub(text[:cut])
-
-    def _last_match_start(self, text: str) -> int:
-        start = 0
-        for match in self._scrubber._pattern.finditer(text):
-            start = match.start()
-        return start
+        return "".join(pieces)
 
     def flush(self) -> str:
         """What is still held back, scrubbed (the stream ended)."""
