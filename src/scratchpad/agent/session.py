@@ -42,6 +42,8 @@ from scratchpad.tools import (
     read_observation_tool,
     scratchpad_tool,
 )
+from scratchpad.vault.scrub import scrub as default_scrub
+from scratchpad.vault.sources import register_process_secrets
 
 HINT_AFTER = 2
 STOP_AFTER = 5
@@ -76,7 +78,8 @@ class Session:
         self.system = system
         self.registry = registry or default_registry(manager, store)
         self.session_id = _session_id(session_id or secrets.token_hex(8))
-        self.scrub = scrub or (lambda text: text)
+        register_process_secrets(self.settings)
+        self.scrub = scrub or default_scrub
         self.files = SessionFiles(self.settings.home / "sessions", self.session_id, self.scrub)
         self.history: list[Message] = self.files.load_history()
         self.usage = Usage()  # of the last turn

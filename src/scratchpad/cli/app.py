@@ -401,6 +401,9 @@ def mcp_stdio() -> None:
     """
     from scratchpad.observations.store import ObservationStore
     from scratchpad.server.mcp_server import serve_stdio
+    from scratchpad.vault.scrub import scrub_logs
+
+    scrub_logs()
 
     async def job(manager: ScratchpadManager) -> None:
         with ObservationStore(settings=manager.settings) as store:

@@ -8,6 +8,11 @@ Liveness: output, progress, displays and the kernel's heartbeats are signs of li
 none came for the inactivity window is the cell stopped as hung. An interrupt (cancel,
 timeout) waits for the kernel's ``started`` report, because before it SIGINT has nothing to
 stop; the grace clock runs from the interrupt.
+
+Secrets: everything a cell says passes the process's scrubber here, where it enters the core,
+so streams, the stored history and every view of the cell carry no secret. Streamed output
+goes through one stream scrubber per channel (a secret split across two reads is still
+caught); what it holds back is streamed before the cell ends.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from scratchpad.runtime.cell import (
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.runtime.timeouts import Timeouts
 from scratchpad.text import clean_data, clean_text, cut_middle
+from scratchpad.vault.scrub import StreamScrubber, scrub, scrub_bundle, scrubber
 
 StopReason = Literal["timeout", "inactivity", "cancelled", "aborted"]
 MESSAGE_CAP = 4_000  # characters of one progress message or note
@@ -71,6 +77,10 @@ class CellRun:
         self.stderr = CappedOutput(caps.output_bytes)
         self.logs: CappedItems[str] = CappedItems(caps.logs_chars, len)
         self.displays: CappedItems[dict[str, Any]] = CappedItems(caps.display_bytes, bundle_size)
+        self._streams: dict[Literal["stdout", "stderr"], StreamScrubber] = {
+            "stdout": scrubber().stream(),
+            "stderr": scrubber().stream(),
+        }
         for note in notes:  # bounded where they are made (late output keeps 64 KiB)
             self.logs.append(note)
         self.finished = False
@@ -124,6 +134,13 @@ class CellRun:
         Deadlines and cancel are checked before any queued event, so a cell that prints
         steadily to a slow listener still times out.
         """
+        items = await self._next_items()
+        if self.finished:  # what the stream scrubbers held back goes out before the cell
+            held = [OutputEvent(kind, stream.flush()) for kind, stream in self._streams.items()]
+            items = [item for item in held if item.text] + items
+        return items
+
+    async def _next_items(self) -> list[StreamItem]:
         if self._ending is not None:  # resumed after the listener went away mid-ending
             return [await self._end(self._ending)]
         if self._abort_text is not None:
@@ -139,7 +156,8 @@ class CellRun:
         if kind == "exit":
             return [await self._end(self._exited())]
         buffer = self.stdout if kind == "stdout" else self.stderr
-        text = buffer.append(payload)
+        streamed = buffer.append(payload)  # None once past the head: no longer streamed
+        text = self._streams[kind].feed(streamed) if streamed else ""  # type: ignore[index]
         return [OutputEvent(kind, text)] if text else []  # type: ignore[arg-type]
 
     async def run_to_end(self) -> Cell:
@@ -170,10 +188,10 @@ class CellRun:
         kind = message.get("type")
         now = self._loop.time()
         if kind == "progress":
-            text = cut_middle(clean_text(str(message.get("message", ""))), MESSAGE_CAP)
+            text = scrub(cut_middle(clean_text(str(message.get("message", ""))), MESSAGE_CAP))
             return [ProgressEvent(text)] if self._keep(self.logs.append(text), now) else []
         if kind == "display" and isinstance(message.get("data"), dict):
-            data = fit_bundle(clean_data(message["data"]), self.displays.half)
+            data = fit_bundle(scrub_bundle(clean_data(message["data"])), self.displays.half)
             return [DisplayEvent(data)] if self._keep(self.displays.append(data), now) else []
         if kind == "done":
             return [self._finish_done(message)]
@@ -320,8 +338,11 @@ class CellRun:
         cell = self.cell
         if self.finished:
             return cell
-        cell.stdout = self.stdout.text()
-        cell.stderr = self.stderr.text()
+        cell.stdout = scrub(self.stdout.text())
+        cell.stderr = scrub(self.stderr.text())
+        cell.code, cell.error = scrub(cell.code), cell.error and scrub(cell.error)
+        cell.description = scrub(cell.description)
+        cell.result = None if cell.result is None else scrub(cell.result)
         for name, buffer in (("stdout", self.stdout), ("stderr", self.stderr)):
             if buffer.dropped:
                 self.logs.append(
@@ -334,7 +355,7 @@ class CellRun:
                 f"displays: {self.displays.dropped} ({self.displays.dropped_size} bytes) "
                 "dropped from the middle (cap per cell)"
             )
-        cell.logs = _log_text(self.logs)
+        cell.logs = scrub(_log_text(self.logs))
         cell.duration_s = round(time.perf_counter() - self._began, 6)
         self.kernel.on_started = None
         self.finished = True

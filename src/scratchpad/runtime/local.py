@@ -24,7 +24,7 @@ from scratchpad.errors import (
     PadError,
     ScratchpadError,
 )
-from scratchpad.llm.adapters import pad_llm_environment
+from scratchpad.llm.adapters import key_variable, pad_llm_environment
 from scratchpad.runtime import venv
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem, new_cell_id
@@ -34,6 +34,7 @@ from scratchpad.runtime.history import CellHistory, fold
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.proctree import new_tag
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
+from scratchpad.vault.scrub import register
 
 MPL_BACKEND = "module://_scratchpad_mpl_backend"
 DEATHS_BEFORE_FULL_RESET = 2
@@ -179,6 +180,7 @@ class LocalRuntime(ScratchpadRuntime):
         env = pad_llm_environment(llm)
         if not env:
             return
+        register([(llm.api_key, key_variable(llm.provider))])
         self._llm_env.update(env)
         async with self._lock:
             if self._kernel is not None and self._kernel.alive:

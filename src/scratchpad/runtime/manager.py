@@ -19,6 +19,7 @@ from scratchpad.runtime.cellqueue import remember
 from scratchpad.runtime.history import count_cells
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.names import dir_name, is_pad_dir_name, validate_pad_name
+from scratchpad.vault.sources import register_process_secrets
 
 log = logging.getLogger(__name__)
 EARLY_CANCELS_KEPT = 256  # per pad
@@ -124,6 +125,7 @@ class ScratchpadManager:
             self.workspace = None
             cwd = Path.cwd()
         self.settings = settings
+        register_process_secrets(settings)
         if runtime_factory is None:
             remote = settings.backend == "remote"
             runtime_factory = remote_factory(settings) if remote else local_factory(settings, cwd)

@@ -29,6 +29,7 @@ from scratchpad.errors import InstallError, InvalidInputError, VenvError
 from scratchpad.fsutil import atomic_write_bytes, atomic_write_text, private_dir
 from scratchpad.runtime import procgroup
 from scratchpad.text import find_control
+from scratchpad.vault.scrub import scrub
 
 MARKER = "scratchpad-venv.json"
 NAME_FILE = "pad.json"
@@ -249,4 +250,4 @@ async def run_tool(argv: list[str], timeout: float) -> tuple[int | None, str]:
     except OSError as exc:
         return 127, str(exc)
     code = None if result.timed_out else result.returncode
-    return code, result.output.strip()
+    return code, scrub(result.output.strip())  # an index URL may carry a token

@@ -13,6 +13,7 @@ from pathlib import Path
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError
 from scratchpad.fsutil import create_exclusive, private_dir
+from scratchpad.vault.scrub import register
 
 KEY_FILE = "api_key"
 
@@ -22,7 +23,14 @@ def key_path(settings: Settings) -> Path:
 
 
 def resolve_api_key(settings: Settings) -> str:
-    """The configured key, else the stored one, else a new one stored ``0600``."""
+    """The configured key, else the stored one, else a new one stored ``0600``; the scrubber
+    knows it from then on."""
+    key = _resolve(settings)
+    register([(key, "SCRATCHPAD_API_KEY")])
+    return key
+
+
+def _resolve(settings: Settings) -> str:
     if settings.api_key:
         return settings.api_key
     path = key_path(settings)

@@ -18,6 +18,7 @@ from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent, fit_cell
 from scratchpad.runtime.names import url_component
 from scratchpad.text import cut_middle
+from scratchpad.vault.scrub import scrub
 
 PLAIN_FRAME_BYTES = 60 * 1024  # under DESIGN's 64 KiB, with room for "data: " and framing
 
@@ -63,5 +64,5 @@ async def cell_frames(
 
 def error_frame(exc: ScratchpadError) -> dict[str, Any]:
     """The final frame of a cell the server could not run (its message kept short)."""
-    message = cut_middle(str(exc), PLAIN_FRAME_BYTES // 8)
+    message = cut_middle(scrub(str(exc)), PLAIN_FRAME_BYTES // 8)
     return {"type": "error", "error": message, "error_type": type(exc).__name__}

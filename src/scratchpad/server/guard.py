@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scratchpad.server.auth import authorized
+from scratchpad.vault.scrub import scrub
 
 OPEN_PATHS = frozenset({"/healthz"})
 NAMED_PATHS = "/v1/pads/"  # below it, a path segment is a pad name that may hold '/'
@@ -84,8 +85,9 @@ class Guard:
 
 def error(status: int, message: str, kind: str) -> JSONResponse:
     """The one shape of every error answer: ``{"error": message, "type": kind}``, the kind
-    being a class of the error tree or an HTTP-level refusal (Unauthorized, NotFound, ...)."""
-    return JSONResponse({"error": message, "type": kind}, status_code=status)
+    being a class of the error tree or an HTTP-level refusal (Unauthorized, NotFound, ...).
+    The message is scrubbed: errors quote what went wrong, which may hold a secret."""
+    return JSONResponse({"error": scrub(message), "type": kind}, status_code=status)
 
 
 class EncodedNames:

@@ -28,6 +28,7 @@ from scratchpad.tools.context import ToolSessionContext
 from scratchpad.tools.observation_tool import read_observation_tool
 from scratchpad.tools.registry import ToolRegistry
 from scratchpad.tools.scratchpad_tool import scratchpad_tool
+from scratchpad.vault.scrub import scrub
 
 SERVER_NAME = "scratchpad"
 TURN_ID = "mcp"
@@ -88,7 +89,7 @@ class ProgressRelay:
         self._sender = asyncio.create_task(self._send())
 
     def put(self, message: str) -> None:
-        self._queue.put_nowait(message)
+        self._queue.put_nowait(scrub(message))
 
     async def finish(self) -> None:
         self._queue.put_nowait(None)
@@ -105,11 +106,12 @@ class ProgressRelay:
 
 
 def call_result(outcome: ToolOutcome) -> types.CallToolResult:
-    """A tool outcome as MCP content: text blocks, and images as image content."""
+    """A tool outcome as MCP content: text blocks (scrubbed: whatever tool made them), and
+    images as image content."""
     content: list[types.ContentBlock] = []
     for block in outcome.blocks():
         if isinstance(block, TextBlock):
-            content.append(types.TextContent(text=block.text))
+            content.append(types.TextContent(text=scrub(block.text)))
         elif isinstance(block, ImageBlock):
             content.append(types.ImageContent(data=block.data, mime_type=block.media_type))
     return types.CallToolResult(content=content, is_error=not outcome.ok)

@@ -25,6 +25,7 @@ from scratchpad.server.state import (
     read_record,
     write_record,
 )
+from scratchpad.vault.scrub import scrub_logs
 
 SHUTDOWN_GRACE_S = 5  # running cells get this long to finish before their pads are closed
 STOPPED = "the server stopped"
@@ -84,6 +85,7 @@ async def serve(host: str, port: int, settings: Settings | None = None) -> None:
     (venvs are kept)."""
     settings = settings or Settings.load()
     check_binding(host, settings)
+    scrub_logs()
     private_dir(settings.home, tighten=True)  # a home made before it had to be 0700
     lock = ServingLock(settings)
     if not lock.acquire():

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.vault.scrub import scrub
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ class ToolSessionContext:
     on_progress: Callable[[str], None] | None = None
     pads_used: list[str] = field(default_factory=list)
     asked_new_pad: set[str] = field(default_factory=set)
-    scrub: Callable[[str], str] = field(default=lambda text: text)  # before anything is stored
+    scrub: Callable[[str], str] = field(default=scrub)  # before anything is stored or shown
 
     def progress(self, message: str) -> None:
         if self.on_progress is not None:

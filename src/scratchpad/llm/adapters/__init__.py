@@ -48,6 +48,11 @@ def create_provider(spec: str | None = None, *, settings: Settings | None = None
     return OpenAIProvider(model, compatible=compatible, timeout_s=timeout, retry_budget_s=budget)
 
 
+def key_variable(provider: str) -> str:
+    """The environment variable that holds ``provider``'s API key."""
+    return KEY_VARIABLES[provider][0]
+
+
 def pad_llm_environment(llm: PadLLM) -> dict[str, str]:
     """The environment variables that make ``get_llm()`` in a pad use ``llm`` (empty fields
     leave the server's own settings in place)."""

@@ -1,0 +1,37 @@
+"""Secrets a process holds outside the vault, registered with the scrubber when it starts:
+provider API keys and tokens in its environment, and Scratchpad's own keys."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from scratchpad.config import Settings
+from scratchpad.vault.scrub import register
+
+# Variables whose values are secrets by their name: provider keys, tokens, passwords.
+SECRET_VARIABLE = re.compile(
+    r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|SECRET_ACCESS_KEY|SESSION_TOKEN|PASSWORD|PASSWD|PRIVATE_KEY"
+    r"|ACCESS_KEY|AUTH|CREDENTIALS?)$",
+    re.IGNORECASE,
+)
+
+
+def environment_secrets(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(value, variable) of every variable named like a secret."""
+    return [(value, name) for name, value in environ.items() if SECRET_VARIABLE.search(name)]
+
+
+def register_process_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -> int:
+    """Tell the scrubber this process's secrets (its environment's keys and the settings'
+    keys); how many new forms that made. Cheap when nothing is new."""
+    found = environment_secrets(os.environ if environ is None else environ)
+    for name, value in (
+        ("SCRATCHPAD_API_KEY", settings.api_key),
+        ("SCRATCHPAD_REMOTE_API_KEY", settings.remote_api_key),
+        ("SCRATCHPAD_VAULT_KEY", settings.vault_key),
+    ):
+        if value:
+            found.append((value, name))
+    return register(found)
