@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,8 @@ async def test_no_form_of_a_secret_leaks_from_a_local_pad(
     pad = await pads.get_or_create("corpus")
     items = [item async for item in pad.execute_streaming(secret_cell())]
     cell = items[-1]
-    assert isinstance(cell, Cell) and cell.status == "ok", cell.error
+    assert isinstance(cell, Cell)
+    assert cell.status == "ok", cell.error
     failed = await pad.execute(secret_cell(fail=True))
     assert failed.status == "error" and "RuntimeError" in (failed.error or "")
     outputs = {
@@ -144,10 +146,10 @@ async def test_the_model_the_session_files_and_the_store_see_no_secret(
 async def test_mcp_results_and_progress_carry_no_secret(
     settings: Settings, workspace: Path
 ) -> None:
-    progress: list[str] = []
+    told: list[str] = []
 
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        progress.append(message or "")
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        told.append(message or "")
 
     async with (
         ScratchpadManager(workspace=workspace, settings=settings) as manager,
@@ -156,8 +158,8 @@ async def test_mcp_results_and_progress_carry_no_secret(
         arguments = {"action": "exec", "name": "p", "code": secret_cell()}
         result = await client.call_tool("scratchpad", arguments, progress_callback=on_progress)
     text = "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
-    assert progress and "[DS_POSTGRES_PROD__PASSWORD]" in progress[0]
-    assert leaks(text) == [] and leaks("\n".join(progress)) == []
+    assert told and "[DS_POSTGRES_PROD__PASSWORD]" in told[0]
+    assert leaks(text) == [] and leaks("\n".join(told)) == []
 
 
 def test_a_real_server_leaks_nothing_over_sse_http_or_its_log(
@@ -185,7 +187,7 @@ def _talk_to(url: str) -> dict[str, str]:
     outputs = {}
     with httpx.Client(base_url=url, headers=headers, timeout=60) as http:
         for stream_output in (False, True):
-            body = {"name": "srv", "code": secret_cell(), "description": "corpus", "id": None}
+            body: dict[str, Any] = {"name": "srv", "code": secret_cell(), "description": "c"}
             body.update(stream_output=stream_output, id=f"c{int(stream_output)}")
             answer = http.post("/scratchpad/execute-stream", json=body)
             assert answer.status_code == 200 and '"type": "cell"' in answer.text.replace(
@@ -216,7 +218,7 @@ def test_server_log_records_are_scrubbed(tmp_path: Path) -> None:
     )
     secret = SECRETS["DS_HTTP_BILLING__TOKEN"]
     done = subprocess.run(
-        [os.sys.executable, "-c", script, secret],  # type: ignore[attr-defined]
+        [sys.executable, "-c", script, secret],
         capture_output=True,
         text=True,
         timeout=60,
