@@ -31,6 +31,7 @@ bench: setup
 	$(BIN)/python bench/runtime.py
 	$(BIN)/python bench/observations.py
 	$(BIN)/python bench/server.py
+	$(BIN)/python bench/scrub.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

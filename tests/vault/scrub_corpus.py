@@ -120,6 +120,25 @@ for v in secrets:
 """
 
 
+def printed_forms(value: str) -> list[str]:
+    """What :data:`CELL` prints of ``value`` (for checks without a kernel)."""
+    raw = value.encode()
+    return [
+        value,
+        base64.b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode(),
+        base64.b64encode(b"x" + raw).decode(),
+        base64.b64encode(b"user:" + raw).decode(),
+        quote(value, safe=""),
+        quote_plus(value),
+        raw.hex(),
+        raw.hex().upper(),
+        json.dumps({"password": value}),
+        repr(value),
+        *value.splitlines(),
+    ]
+
+
 def secret_cell(*, fail: bool = False) -> str:
     """A cell printing every secret in every form; it ends with the secrets as its result
     (or, with ``fail``, raises with them in the message)."""

@@ -199,7 +199,7 @@ class Scrubber:
             if text[-size:] in prefixes:
                 held = size
                 break
-        word = _TRAILING_WORD.search(text)
+        word = _TRAILING_WORD.search(text, max(0, len(text) - HELD_WORD_CHARS))
         return max(held, 0 if word is None else len(text) - word.start())
 
 
