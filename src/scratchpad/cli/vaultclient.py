@@ -1,4 +1,5 @@
-"""Where ``scratchpad vault`` works: through this home's running server (which holds the
+"""Where ``scratchpad vault`` works: through the remote server (``SCRATCHPAD_BACKEND=remote``)
+or this home's running server (which holds the
 authoritative vault: it registers new secrets with its scrubber and updates running pads),
 or, when none runs, on the vault files directly. Both answer the same few questions."""
 
@@ -123,9 +124,12 @@ def _connections(answer: dict[str, Any]) -> Pairs:
 
 
 def open_vault(settings: Settings) -> VaultAccess:
-    """The running server's vault when one serves this home, else the files."""
+    """The vault of the remote server named by settings, or of the server running for this
+    home, else the files."""
     from scratchpad.cli.background import running_endpoint
 
+    if settings.backend == "remote":
+        return HttpVault(settings.remote_url or "", settings.remote_api_key or "")
     endpoint = running_endpoint(settings)
     if endpoint is None:
         return DiskVault(settings)
