@@ -111,7 +111,8 @@ def _grant_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     async def grants(pad: str) -> dict[str, Any]:
         return await asyncio.to_thread(answer, segment_name(pad))
 
-    @app.api_route("/v1/pads/{pad}/grants", methods=["PUT", "POST"])
+    @app.put("/v1/pads/{pad}/grants")
+    @app.post("/v1/pads/{pad}/grants")
     async def grant(pad: str, body: GrantBody) -> dict[str, Any]:
         pad = segment_name(pad)
         await asyncio.to_thread(manager.vault.grant, pad, body.engine, body.name)
