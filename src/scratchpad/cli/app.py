@@ -20,6 +20,7 @@ from scratchpad.cli.commands import CONTEXT_SETTINGS, Command, Group
 from scratchpad.cli.obs import obs_app
 from scratchpad.cli.output import LiveCell, console, err_console, fail, print_json, print_text
 from scratchpad.cli.server_cmd import server_app
+from scratchpad.cli.vault import vault_app
 from scratchpad.config import Settings
 from scratchpad.errors import PadError, PadNotFoundError, ScratchpadError
 from scratchpad.runtime.cell import Cell, StreamItem, new_cell_id
@@ -39,6 +40,7 @@ T = TypeVar("T")
 app.add_typer(obs_app, name="obs")
 app.add_typer(server_app, name="server")
 app.add_typer(agent_app, name="agent")
+app.add_typer(vault_app, name="vault")
 
 PadArg = Annotated[str, typer.Argument(help="Pad name, e.g. 'main'.")]
 

@@ -56,6 +56,15 @@ def endpoint(settings: Settings) -> Endpoint:
     return Endpoint(record.url, key)
 
 
+def running_endpoint(settings: Settings) -> Endpoint | None:
+    """This home's server when one runs and answers (none is started); None otherwise."""
+    if settings.backend == "remote" or not server_alive(settings):
+        return None
+    key = resolve_api_key(settings)
+    record = _answering(settings, key, wait_s=START_TIMEOUT_S)
+    return Endpoint(record.url, key) if record is not None else None
+
+
 def start_background(settings: Settings) -> ServerRecord:
     """Start ``scratchpad serve`` detached from this terminal, on the default port when it
     is free (else any free port), and wait until it answers. Its log: ``<home>/server.log``."""

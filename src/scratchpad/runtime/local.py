@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
 from scratchpad.config import Settings
@@ -42,6 +42,7 @@ REQUEST_TIMEOUT_S = 30.0
 LATE_OUTPUT_CAP = 64 * 1024  # bytes of between-cells output kept per stream
 ABORT_WAIT_S = 10.0  # how long reset/close wait for the running cell to end
 OFF_LOOP_BYTES = 256 * 1024  # cells at least this big are written from a worker thread
+SecretEnv = Callable[[], dict[str, str]]  # the pad's vault variables, asked at each kernel start
 
 
 class LocalRuntime(ScratchpadRuntime):
@@ -55,8 +56,11 @@ class LocalRuntime(ScratchpadRuntime):
         cwd: Path,
         settings: Settings,
         worker: Path = WORKER_PATH,
+        secret_env: SecretEnv | None = None,
     ) -> None:
         super().__init__(name, compact_keep=settings.compact_keep_cells)
+        self._secret_source = secret_env
+        self._secrets_given: dict[str, str] = {}  # what the running kernel got of them
         self.root = root
         self.worker = worker
         self.cwd = cwd
@@ -487,7 +491,30 @@ class LocalRuntime(ScratchpadRuntime):
         env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         env.setdefault("MPLBACKEND", MPL_BACKEND)
         env.update(self._llm_env)
+        env.update(self._secret_env())
         return env
+
+    def _secret_env(self) -> dict[str, str]:
+        """The pad's vault variables for a starting kernel (only ever in the kernel's
+        environment, never in this process's ``os.environ``)."""
+        env = self._secret_source() if self._secret_source is not None else {}
+        self._secrets_given = dict(env)
+        return env
+
+    async def update_secrets(self, env: dict[str, str]) -> dict[str, str | None]:
+        """Rotation: make a running kernel's vault variables ``env`` without a restart (sent
+        between cells with ``set_env``; None unsets a variable). The changes sent."""
+        async with self._lock:
+            kernel = self._kernel
+            if kernel is None or kernel.channel_closed or not kernel.alive:
+                return {}  # the next kernel asks for them at its start
+            given = self._secrets_given
+            changes: dict[str, str | None] = {k: v for k, v in env.items() if given.get(k) != v}
+            changes.update({k: None for k in given if k not in env})
+            if changes:
+                await self._request({"type": "set_env", "env": changes}, "ack")
+                self._secrets_given = dict(env)
+            return changes
 
     def _take_notes(self, kernel: KernelProcess) -> list[str]:
         """Notes for the starting cell: restarts, and output that arrived between cells."""

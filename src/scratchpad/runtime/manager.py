@@ -6,10 +6,10 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidPadNameError, PadNotFoundError
@@ -20,6 +20,9 @@ from scratchpad.runtime.history import count_cells
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.names import dir_name, is_pad_dir_name, validate_pad_name
 from scratchpad.vault.sources import register_process_secrets
+
+if TYPE_CHECKING:
+    from scratchpad.vault.store import Vault
 
 log = logging.getLogger(__name__)
 EARLY_CANCELS_KEPT = 256  # per pad
@@ -69,11 +72,16 @@ def pad_root(settings: Settings, name: str) -> Path:
     return root
 
 
-def local_factory(settings: Settings, cwd: Path) -> RuntimeFactory:
-    """The default backend: a venv under ``<home>/pads/<dir>`` and a kernel in ``cwd``."""
+def local_factory(
+    settings: Settings, cwd: Path, secrets: Callable[[str], dict[str, str]] | None = None
+) -> RuntimeFactory:
+    """The default backend: a venv under ``<home>/pads/<dir>`` and a kernel in ``cwd``;
+    ``secrets(name)`` gives a pad's vault variables at each kernel start."""
 
     def build(name: str) -> ScratchpadRuntime:
-        return LocalRuntime(name, root=pad_root(settings, name), cwd=cwd, settings=settings)
+        secret_env = (lambda: secrets(name)) if secrets is not None else None
+        root = pad_root(settings, name)
+        return LocalRuntime(name, root=root, cwd=cwd, settings=settings, secret_env=secret_env)
 
     return build
 
@@ -107,6 +115,9 @@ class ScratchpadManager:
     With a ``workspace``, pads live under ``<workspace>/.scratchpad/`` and kernels run with
     the workspace as their working directory; without one, under the home directory
     (``SCRATCHPAD_HOME``) in the current directory.
+
+    ``vault`` (default: the home's, opened on first use) gives local pads their credentials;
+    a change to it reaches running pads without a restart (see :meth:`refresh_secrets`).
     """
 
     def __init__(
@@ -115,6 +126,7 @@ class ScratchpadManager:
         *,
         settings: Settings | None = None,
         runtime_factory: RuntimeFactory | None = None,
+        vault: Vault | None = None,
     ) -> None:
         settings = settings or Settings.load()
         if workspace is not None:
@@ -128,8 +140,17 @@ class ScratchpadManager:
         register_process_secrets(settings)
         if runtime_factory is None:
             remote = settings.backend == "remote"
-            runtime_factory = remote_factory(settings) if remote else local_factory(settings, cwd)
+            runtime_factory = (
+                remote_factory(settings)
+                if remote
+                else local_factory(settings, cwd, secrets=self.pad_secret_env)
+            )
         self._factory = runtime_factory
+        self._vault = vault
+        if vault is not None:
+            vault.subscribe(self._vault_changed)
+        self._loop: asyncio.AbstractEventLoop | None = None  # where pads run (for rotations)
+        self._rotations: set[asyncio.Task[None]] = set()
         self._pads: dict[str, ScratchpadRuntime] = {}
         self._starting: dict[str, asyncio.Task[ScratchpadRuntime]] = {}
         self._stopping: dict[str, asyncio.Future[None]] = {}
@@ -154,6 +175,7 @@ class ScratchpadManager:
             stopping = self._stopping.get(name)
             if stopping is not None:  # the same pad is being closed or removed: let it finish
                 await asyncio.wait([stopping])
+            self._loop = asyncio.get_running_loop()
             pad = self._factory(name)
             await pad.start()
             for cell_id in self._early_cancels.pop(name, {}):
@@ -322,6 +344,71 @@ class ScratchpadManager:
 
     async def cancel_all_running(self) -> None:
         await asyncio.gather(*(pad.cancel() for pad in self._pads.values() if pad.busy))
+
+    # -- the vault --------------------------------------------------------------------------
+    @property
+    def vault(self) -> Vault:
+        """The vault whose connections local pads get (the home's unless one was given)."""
+        if self._vault is None:
+            from scratchpad.vault.store import Vault
+
+            self._vault = Vault(self.settings)
+            self._vault.subscribe(self._vault_changed)
+        return self._vault
+
+    def pad_secret_env(self, name: str) -> dict[str, str]:
+        """Pad ``name``'s vault variables for a kernel starting now (audited as inject)."""
+        from scratchpad.vault.inject import pad_env
+
+        return pad_env(self.vault, name)
+
+    def describe_credentials(self) -> str:
+        """What the model is told of the credentials pads get: names, never values."""
+        if self.settings.backend != "local" and self._vault is None:
+            return ""  # remote pads get theirs from their server
+        from scratchpad.vault.inject import describe_credentials
+
+        return describe_credentials(self.vault)
+
+    def _vault_changed(self, event: str, engine: str, name: str) -> None:
+        """A vault listener (any thread): bring running pads up to date in the background."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or not self._pads:
+            return
+
+        def schedule() -> None:
+            task = loop.create_task(self.refresh_secrets((engine, name)))
+            self._rotations.add(task)
+            task.add_done_callback(self._rotations.discard)
+
+        try:
+            in_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            in_loop = False
+        if in_loop:
+            schedule()
+        else:
+            loop.call_soon_threadsafe(schedule)
+
+    async def refresh_secrets(self, changed: tuple[str, str] | None = None) -> None:
+        """Give every running local pad its current vault variables without a restart (a
+        pad running a cell gets them when the cell ends); ``changed`` is audited as rotate."""
+        from scratchpad.vault.inject import pad_env
+
+        pads = [(n, p) for n, p in self._pads.items() if isinstance(p, LocalRuntime)]
+
+        async def refresh(name: str, pad: LocalRuntime) -> None:
+            changes = await pad.update_secrets(pad_env(self.vault, name, audit=None))
+            if changes and changed is not None:
+                self.vault.audit.append("rotate", *changed, pad=name)
+
+        results = await asyncio.gather(*(refresh(n, p) for n, p in pads), return_exceptions=True)
+        _log_failures("updating the credentials of", [p for _, p in pads], results)
+
+    async def rotations_done(self) -> None:
+        """Wait for the pad updates that vault changes started."""
+        while self._rotations:
+            await asyncio.gather(*list(self._rotations), return_exceptions=True)
 
     @staticmethod
     def probe_packages() -> list[str]:

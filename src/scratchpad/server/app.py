@@ -41,6 +41,7 @@ from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
 from scratchpad.server.housekeeping import housekeeping
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
 from scratchpad.server.sse import EventStream
+from scratchpad.server.vault_routes import prime_vault, vault_routes
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         gc_every = manager.settings.observation_gc_interval_s
+        await prime_vault(manager)  # every stored secret known before any output leaves
         try:
             async with mcp_sessions.run(), housekeeping(store, gc_every):
                 yield
@@ -115,6 +117,7 @@ def create_app(
     _error_handlers(app)
     _protocol_routes(app, manager)
     _read_routes(app, manager)
+    vault_routes(app, manager)
     app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint))
     return app
 

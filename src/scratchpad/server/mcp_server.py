@@ -23,11 +23,12 @@ from scratchpad import __version__
 from scratchpad.llm.messages import ImageBlock, TextBlock
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.tools.base import ToolOutcome
+from scratchpad.tools.base import ToolDef, ToolOutcome
 from scratchpad.tools.context import ToolSessionContext
 from scratchpad.tools.observation_tool import read_observation_tool
 from scratchpad.tools.registry import ToolRegistry
-from scratchpad.tools.scratchpad_tool import scratchpad_tool
+from scratchpad.tools.scratchpad_tool import NAME as SCRATCHPAD
+from scratchpad.tools.scratchpad_tool import current_description, scratchpad_tool
 from scratchpad.vault.scrub import scrub
 
 SERVER_NAME = "scratchpad"
@@ -50,9 +51,12 @@ def create_mcp_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        def description(tool: ToolDef) -> str:  # the vault's names as of now
+            return current_description(manager) if tool.name == SCRATCHPAD else tool.description
+
         return types.ListToolsResult(
             tools=[
-                types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
+                types.Tool(name=t.name, description=description(t), input_schema=t.input_schema)
                 for t in registry.offered()
             ]
         )

@@ -51,7 +51,8 @@ INPUT_SCHEMA: dict[str, Any] = {
 }
 
 
-def describe(notable_packages: list[str]) -> str:
+def describe(notable_packages: list[str], credentials: str = "") -> str:
+    """The tool's description; ``credentials`` is the vault's sentence of variable names."""
     packages = ", ".join(notable_packages) or "none beyond the standard library"
     return (
         "Run Python in a persistent pad (a notebook whose variables survive between calls). "
@@ -61,11 +62,18 @@ def describe(notable_packages: list[str]) -> str:
         "Inside a cell: progress(msg) for long work, display(obj) for rich output, "
         "sample(value) for a quick look at data. Large output is saved as an observation "
         f"you can read with read_observation. Notable installed packages: {packages}."
+        f"{credentials}"
     )
 
 
+def current_description(manager: ScratchpadManager) -> str:
+    """The description as of now: the vault's connections may have changed since the tool
+    was made (an MCP server lists its tools again and again)."""
+    return describe(manager.probe_packages(), manager.describe_credentials())
+
+
 def scratchpad_tool(manager: ScratchpadManager) -> ToolDef:
-    return ToolDef(NAME, describe(manager.probe_packages()), INPUT_SCHEMA, handle_scratchpad)
+    return ToolDef(NAME, current_description(manager), INPUT_SCHEMA, handle_scratchpad)
 
 
 async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, Any]) -> Any:

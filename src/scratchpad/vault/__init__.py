@@ -1,1 +1,19 @@
-"""The vault: encrypted local credentials, their injection into pads, and the one scrubber."""
+"""The vault: encrypted local credentials, their injection into pads, and the one scrubber.
+
+``from scratchpad.vault import Vault, KEEP`` loads the store (and ``cryptography`` only once
+a key is needed); ``scratchpad.vault.scrub`` stays importable on its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scratchpad._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from scratchpad.vault.records import KEEP as KEEP
+    from scratchpad.vault.store import Vault as Vault
+
+_EXPORTS = {"KEEP": "scratchpad.vault.records", "Vault": "scratchpad.vault.store"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -1,0 +1,136 @@
+"""Where ``scratchpad vault`` works: through the remote server (``SCRATCHPAD_BACKEND=remote``)
+or this home's running server (which holds the
+authoritative vault: it registers new secrets with its scrubber and updates running pads),
+or, when none runs, on the vault files directly. Both answer the same few questions."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import httpx
+
+from scratchpad.config import Settings
+from scratchpad.errors import error_from_http
+from scratchpad.vault.store import Vault
+
+REQUEST_TIMEOUT_S = 60.0
+Entries = list[dict[str, Any]]  # (the method ``list`` hides the builtin in the classes)
+Pairs = list[tuple[str, str]]
+FieldValues = dict[str, str]
+Names = list[str]
+
+
+class VaultAccess(Protocol):
+    """What the vault commands need, on disk or over HTTP."""
+
+    def list(self) -> Entries: ...
+    def record(self, engine: str, name: str) -> dict[str, Any]: ...
+    def save(
+        self, engine: str, name: str | None, fields: FieldValues, secure_keys: Names | None
+    ) -> dict[str, Any]: ...
+    def delete(self, engine: str, name: str) -> None: ...
+    def grant(self, pad: str, engine: str, name: str) -> Pairs: ...
+    def revoke(self, pad: str, engine: str, name: str) -> Pairs: ...
+    def audit(self, limit: int) -> Entries: ...
+
+
+class DiskVault:
+    """The vault files of this home, when no server runs for it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.vault = Vault(settings)
+
+    def list(self) -> Entries:
+        return self.vault.list()
+
+    def record(self, engine: str, name: str) -> dict[str, Any]:
+        return self.vault.record(engine, name)
+
+    def save(
+        self, engine: str, name: str | None, fields: FieldValues, secure_keys: Names | None
+    ) -> dict[str, Any]:
+        return self.vault.save(engine, name or self.vault.next_name(engine), fields, secure_keys)
+
+    def delete(self, engine: str, name: str) -> None:
+        self.vault.delete(engine, name)
+
+    def grant(self, pad: str, engine: str, name: str) -> Pairs:
+        self.vault.grant(pad, engine, name)
+        return self.vault.grants(pad)
+
+    def revoke(self, pad: str, engine: str, name: str) -> Pairs:
+        self.vault.revoke(pad, engine, name)
+        return self.vault.grants(pad)
+
+    def audit(self, limit: int) -> Entries:
+        return self.vault.audit.read(limit)
+
+
+class HttpVault:
+    """The vault of this home's running server, through its HTTP API."""
+
+    def __init__(self, url: str, api_key: str) -> None:
+        self._client = httpx.Client(
+            base_url=url,
+            headers={"Authorization": f"Bearer {api_key}"},
+            timeout=REQUEST_TIMEOUT_S,
+        )
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        answer = self._client.request(method, path, **kwargs)
+        if answer.status_code >= 400:
+            try:
+                body = answer.json()
+            except ValueError:
+                body = {}
+            message = body.get("error") or f"the server answered {answer.status_code}"
+            raise error_from_http(answer.status_code, body.get("type"), message)
+        return answer.json()
+
+    def list(self) -> Entries:
+        return list(self._call("GET", "/v1/datasources")["datasources"])
+
+    def record(self, engine: str, name: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/v1/datasources/{_seg(engine)}/{_seg(name)}"))
+
+    def save(
+        self, engine: str, name: str | None, fields: FieldValues, secure_keys: Names | None
+    ) -> dict[str, Any]:
+        body = {"engine": engine, "name": name, "fields": fields, "secure_keys": secure_keys}
+        return dict(self._call("POST", "/v1/datasources", json=body))
+
+    def delete(self, engine: str, name: str) -> None:
+        self._call("DELETE", f"/v1/datasources/{_seg(engine)}/{_seg(name)}")
+
+    def grant(self, pad: str, engine: str, name: str) -> Pairs:
+        body = {"engine": engine, "name": name}
+        return _connections(self._call("PUT", f"/v1/pads/{_seg(pad)}/grants", json=body))
+
+    def revoke(self, pad: str, engine: str, name: str) -> Pairs:
+        path = f"/v1/pads/{_seg(pad)}/grants/{_seg(engine)}/{_seg(name)}"
+        return _connections(self._call("DELETE", path))
+
+    def audit(self, limit: int) -> Entries:
+        return list(self._call("GET", "/v1/vault/audit", params={"limit": limit})["entries"])
+
+
+def _seg(text: str) -> str:
+    return quote(text, safe="")
+
+
+def _connections(answer: dict[str, Any]) -> Pairs:
+    return [(c["engine"], c["name"]) for c in answer["connections"]]
+
+
+def open_vault(settings: Settings) -> VaultAccess:
+    """The vault of the remote server named by settings, or of the server running for this
+    home, else the files."""
+    from scratchpad.cli.background import running_endpoint
+
+    if settings.backend == "remote":
+        return HttpVault(settings.remote_url or "", settings.remote_api_key or "")
+    endpoint = running_endpoint(settings)
+    if endpoint is None:
+        return DiskVault(settings)
+    return HttpVault(endpoint.url, endpoint.api_key)

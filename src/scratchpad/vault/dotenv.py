@@ -1,0 +1,73 @@
+"""Workspace secrets: ``<home>/.env`` (``<workspace>/.scratchpad/.env`` when a workspace is
+bound), ``KEY=VALUE`` lines given to every pad as they are written.
+
+The usual dotenv shapes are read: comments, blank lines, an ``export`` prefix, single quotes
+(taken literally) and double quotes (with ``\\n``, ``\\t``, ``\\"`` and ``\\\\`` escapes), and an
+inline ``# comment`` after an unquoted value. Lines that are none of these are skipped with a
+warning naming the line number, never the line (it may hold a secret).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+ENV_FILE = ".env"
+LINE_RE = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*")
+ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+
+
+def parse(text: str, source: str = ".env") -> dict[str, str]:
+    """The variables of a dotenv text (a later line wins over an earlier one)."""
+    found: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        match = LINE_RE.fullmatch(line)
+        value = _value(match.group(2)) if match else None
+        if match is None or value is None:
+            log.warning("%s line %d is not KEY=VALUE; it is skipped", source, number)
+            continue
+        found[match.group(1)] = value
+    return found
+
+
+def _value(raw: str) -> str | None:
+    """A value as written: quoted (one of two kinds) or bare; None when quotes do not close."""
+    if raw[:1] in ("'", '"'):
+        quote = raw[0]
+        end = _closing(raw, quote)
+        if end is None or raw[end + 1 :].strip()[:1] not in ("", "#"):
+            return None
+        inner = raw[1:end]
+        if quote == "'":
+            return inner
+        return re.sub(r"\\(.)", lambda m: ESCAPES.get(m.group(1), m.group(0)), inner)
+    return re.split(r"\s+#", raw, maxsplit=1)[0].strip()
+
+
+def _closing(raw: str, quote: str) -> int | None:
+    index = 1
+    while index < len(raw):
+        if raw[index] == "\\" and quote == '"':
+            index += 2
+            continue
+        if raw[index] == quote:
+            return index
+        index += 1
+    return None
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """The variables of ``path``; none when it does not exist or cannot be read (warned)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        log.warning("cannot read %s (%s); pads get no workspace secrets", path, exc.strerror)
+        return {}
+    return parse(text, str(path))

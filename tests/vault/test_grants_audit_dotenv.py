@@ -1,0 +1,78 @@
+"""Grants (default all / none), the audit log (names only), the workspace .env parser."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+import pytest
+
+from scratchpad.config import Settings
+from scratchpad.errors import VaultNotFoundError
+from scratchpad.vault import Vault
+from scratchpad.vault.dotenv import parse
+
+SECRET = "audit-never-sees-this"
+
+
+def make(settings: Settings, default: str = "all") -> Vault:
+    vault = Vault(Settings(home=settings.home, vault_default_grant=default), keyring=None)
+    vault.save("postgres", "prod", {"password": SECRET})
+    vault.save("mysql", "dev", {"host": "h"})
+    return vault
+
+
+def test_default_all_then_revoke_and_grant(settings: Settings) -> None:
+    vault = make(settings)
+    assert vault.grants("p") == [("mysql", "dev"), ("postgres", "prod")]
+    vault.revoke("p", "postgres", "prod")
+    assert vault.grants("p") == [("mysql", "dev")]
+    assert vault.grants("other") == [("mysql", "dev"), ("postgres", "prod")]
+    vault.grant("p", "postgres", "prod")
+    assert vault.grants("p") == [("mysql", "dev"), ("postgres", "prod")]
+    path = settings.home / "vault" / "grants.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_default_none_gives_only_what_is_granted(settings: Settings) -> None:
+    vault = make(settings, "none")
+    assert vault.grants("p") == []
+    vault.grant("p", "mysql", "dev")
+    assert vault.grants("p") == [("mysql", "dev")]
+    with pytest.raises(VaultNotFoundError):
+        vault.grant("p", "nope", "x")
+
+
+def test_deleting_a_connection_forgets_its_grants(settings: Settings) -> None:
+    vault = make(settings, "none")
+    vault.grant("p", "mysql", "dev")
+    vault.delete("mysql", "dev")
+    vault.save("mysql", "dev", {"host": "h"})
+    assert vault.grants("p") == []
+
+
+def test_audit_has_names_only(settings: Settings) -> None:
+    vault = make(settings)
+    vault.revoke("pad-a", "postgres", "prod")
+    vault.delete("mysql", "dev")
+    path = settings.home / "vault" / "audit.jsonl"
+    assert SECRET not in path.read_text()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    events = [(e["event"], e.get("pad"), e["engine"], e["name"]) for e in vault.audit.read()]
+    assert events == [
+        ("save", None, "postgres", "prod"),
+        ("save", None, "mysql", "dev"),
+        ("revoke", "pad-a", "postgres", "prod"),
+        ("delete", None, "mysql", "dev"),
+    ]
+    assert [e["event"] for e in vault.audit.read(limit=1)] == ["delete"]
+    assert all(set(json.loads(line)) <= {"at", "event", "pad", "engine", "name"}
+               for line in path.read_text().splitlines())  # fmt: skip
+
+
+def test_dotenv_shapes() -> None:
+    text = (
+        "# comment\n\nexport A=1\nB = 'single # kept'\nC=\"dq \\n line\"\n"
+        "D=bare # comment\nnot a line\nE='unclosed\n"
+    )
+    assert parse(text) == {"A": "1", "B": "single # kept", "C": "dq \n line", "D": "bare"}
