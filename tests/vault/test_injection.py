@@ -4,6 +4,7 @@ tool's description names them without values."""
 
 from __future__ import annotations
 
+import ast
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,7 +20,8 @@ from scratchpad.vault import Vault
 PASSWORD = "first-pass-word"
 ROTATED = "second-pass-word"
 VAR = "DS_POSTGRES_PROD__PASSWORD"
-READ = "import os\nos.environ.get({!r}, 'unset')"
+# Read reversed: the scrubber would replace the value itself in the cell's result.
+READ = "import os\nos.environ.get({!r}, 'unset')[::-1]"
 
 
 @pytest.fixture
@@ -39,7 +41,8 @@ async def pads(
 async def read_var(manager: ScratchpadManager, pad: str, name: str = VAR) -> str | None:
     cell = await (await manager.get_or_create(pad)).execute(READ.format(name))
     assert cell.ok, cell.error
-    return cell.result
+    assert cell.result is not None
+    return repr(ast.literal_eval(cell.result)[::-1])
 
 
 async def test_injected_at_start_and_never_in_this_process(
