@@ -105,9 +105,7 @@ def _holds(tree: Path, path: Path) -> bool:
     return path == tree or tree in path.parents
 
 
-def around(
-    tree: Path, home: Path, mode: str, listdir: Callable[[Path], list[str]] = os.listdir
-) -> list[Rule]:
+def around(tree: Path, home: Path, mode: str) -> list[Rule]:
     """Rules granting ``mode`` on ``tree`` except ``home`` (both resolved), by descent."""
     if _holds(home, tree):
         return []  # the tree is inside the home: nothing of it
@@ -118,16 +116,21 @@ def around(
     for part in home.relative_to(tree).parts:
         rules.append((str(current), "list"))
         step = current / part
-        try:
-            names = sorted(listdir(current))
-        except OSError:
-            names = []
-        for name in names:
-            child = current / name
-            if child != step and not _reaches(_real(child), home):
+        for child in _entries(current):
+            if child != step and not _reaches(child, home):
                 rules.append((str(child), mode))
         current = step
     return rules
+
+
+def _entries(directory: Path) -> list[Path]:
+    """The entries of a resolved directory, symlinks resolved (only they cost a realpath)."""
+    try:
+        with os.scandir(directory) as scan:
+            found = [(entry.name, entry.is_symlink()) for entry in scan]
+    except OSError:
+        return []
+    return [_real(directory / name) if link else directory / name for name, link in sorted(found)]
 
 
 def _reaches(path: Path, home: Path) -> bool:

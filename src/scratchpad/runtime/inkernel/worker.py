@@ -9,7 +9,9 @@ While a cell runs, a thread of its own sends a heartbeat every ``heartbeat_s``: 
 alive as long as they come; none means the process is stopped or C code holds the GIL. At
 boot the kernel asks Linux to kill it when its parent dies (no orphan outlives a crashed
 server) and makes itself a child subreaper, so descendants that leave its process group stay
-below it where the parent can find them.
+below it where the parent can find them. It is started with ``python -S``: it applies the
+Landlock ruleset the server built (see sandbox.py) first, then loads ``site``, so no ``.pth``
+file the pad wrote into its venv runs unsandboxed.
 """
 
 from __future__ import annotations
