@@ -265,3 +265,18 @@ def test_the_banner_warns_when_pads_are_unsandboxed(
     assert "sandbox: off" in banner("127.0.0.1", 1, off)
     monkeypatch.setattr(sandbox, "landlock_abi", lambda: 7)
     assert "sandbox" not in banner("127.0.0.1", 1, settings)
+
+
+async def test_a_replaced_interpreter_is_never_started(own_home: ScratchpadRuntime) -> None:
+    """The pad may write in its venv's bin/; the server must not run what it put there."""
+    cell = await own_home.execute(
+        "import os, sys\n"
+        "fake = os.path.join(os.environ['VIRTUAL_ENV'], 'bin', 'python')\n"
+        "os.unlink(fake)\n"
+        "open(fake, 'w').write('#!/bin/sh\\necho forged > ' + os.getcwd() + '/forged.txt\\n')\n"
+        "os.chmod(fake, 0o755)"
+    )
+    assert cell.status == "ok", cell.error
+    await own_home.reset()
+    after = await own_home.execute("import os\nos.path.exists('forged.txt')")
+    assert after.result == "False"

@@ -51,7 +51,9 @@ def host_python_version() -> str:
 
 
 def is_reusable(root: Path) -> bool:
-    """True when a kernel already started from this venv with the host's Python version."""
+    """True when a kernel already started from this venv with the host's Python version, and
+    its ``bin/python`` is still the host's interpreter: the pad may write in ``bin/``, and the
+    server runs that file unsandboxed to start the next kernel."""
     try:
         marker = json.loads((root / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -59,7 +61,7 @@ def is_reusable(root: Path) -> bool:
     return (
         isinstance(marker, dict)
         and marker.get("python_version") == host_python_version()
-        and venv_python(root).exists()
+        and os.path.realpath(venv_python(root)) == os.path.realpath(sys.executable)
     )
 
 
