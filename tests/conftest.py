@@ -46,6 +46,15 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def scratch(workspace: Path) -> Path:
+    """A directory cells may write and tests read: inside the workspace, made before any pad
+    starts (the sandbox keeps pads out of the rest of tmp_path; see README, Trust model)."""
+    path = workspace / "scratch"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
 async def manager(workspace: Path, settings: Settings) -> AsyncIterator[ScratchpadManager]:
     mgr = ScratchpadManager(workspace=workspace, settings=settings)
     yield mgr

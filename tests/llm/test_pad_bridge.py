@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scratchpad.runtime.base import ScratchpadRuntime
+from scratchpad.runtime.base import PadLLM, ScratchpadRuntime
 from tests.llm.stub_server import Reply, StubServer, stub_server
 
 
@@ -35,8 +35,13 @@ def tool_call(name: str, arguments: dict[str, object]) -> Reply:
     return completion({"content": None, "tool_calls": [call]}, "tool_calls")
 
 
+STUB_LLM = PadLLM(provider="openai-compatible", model="stub-model")
+
+
 @pytest.fixture
 def stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[StubServer]:
+    """The stub model server; a pad reaches it once its model is configured (STUB_LLM): pads
+    do not inherit the server's model settings."""
     with stub_server() as server:
         monkeypatch.setenv("SCRATCHPAD_MODEL", "openai-compatible:stub-model")
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
@@ -44,6 +49,7 @@ def stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[StubServer]:
 
 
 async def test_complete_and_fan_out(stub: StubServer, pad: ScratchpadRuntime) -> None:
+    await pad.configure_llm(STUB_LLM)
     stub.queue(*(completion({"content": f"answer {i}"}) for i in range(3)))
     cell = await pad.execute(
         "llm = get_llm()\n"
@@ -64,6 +70,7 @@ async def test_complete_and_fan_out(stub: StubServer, pad: ScratchpadRuntime) ->
 
 
 async def test_generate_object_and_agentic_loop(stub: StubServer, pad: ScratchpadRuntime) -> None:
+    await pad.configure_llm(STUB_LLM)
     stub.queue(
         tool_call("submit_city", {"name": "Oslo", "population": 700000}),
         tool_call("lookup", {"key": "x"}),
@@ -103,12 +110,14 @@ async def test_without_a_model_the_error_says_what_to_set(pad: ScratchpadRuntime
 async def test_web_search_without_native_support_is_explained(
     stub: StubServer, pad: ScratchpadRuntime
 ) -> None:
+    await pad.configure_llm(STUB_LLM)
     cell = await pad.execute("web_search('news')")
     assert cell.status == "error"
     assert "needs a provider with native web search" in (cell.error or "")
 
 
 async def test_long_model_calls_report_progress(stub: StubServer, pad: ScratchpadRuntime) -> None:
+    await pad.configure_llm(STUB_LLM)
     reply = completion({"content": "slow answer"})
     reply.delay_s = 0.8
     stub.queue(reply)

@@ -264,10 +264,19 @@ async def test_views_show_the_cells(pad: ScratchpadRuntime) -> None:
     assert [c["source"] for c in notebook["cells"]] == ["print('shown')", "1/0"]
 
 
+@pytest.fixture
+def workspace_file(workspace: Path) -> Path:
+    """A file at the top of the workspace before the pad starts: where the workspace holds
+    the home, the sandbox lets a kernel reach only the top-level entries that existed when it
+    started (see README, Trust model)."""
+    path = workspace / "data.txt"
+    path.write_text("from the workspace")
+    return path
+
+
 async def test_kernel_runs_in_the_workspace(
-    manager: ScratchpadManager, workspace: Path, pad: ScratchpadRuntime
+    workspace_file: Path, workspace: Path, pad: ScratchpadRuntime
 ) -> None:
-    (workspace / "data.txt").write_text("from the workspace")
     cell = await pad.execute("import os\nprint(os.getcwd())\nopen('data.txt').read()")
     assert cell.stdout.strip() == str(workspace)
     assert cell.result == "'from the workspace'"

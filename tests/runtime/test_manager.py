@@ -24,8 +24,8 @@ async def test_concurrent_get_or_create_starts_one_kernel(manager: ScratchpadMan
     assert manager.names() == ["shared"]
 
 
-async def test_different_pads_run_in_parallel(manager: ScratchpadManager, tmp_path: Path) -> None:
-    flag = tmp_path / "flag"
+async def test_different_pads_run_in_parallel(manager: ScratchpadManager, scratch: Path) -> None:
+    flag = scratch / "flag"
     waiter = await manager.get_or_create("waiter")
     setter = await manager.get_or_create("setter")
     wait_code = (

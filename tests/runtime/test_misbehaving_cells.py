@@ -143,8 +143,8 @@ async def test_keyboard_interrupt_raised_by_user_code(pad: ScratchpadRuntime) ->
     assert (await pad.execute("kept")).result == "1"
 
 
-async def test_child_processes_outliving_the_cell(pad: ScratchpadRuntime, tmp_path: Path) -> None:
-    pid_file = tmp_path / "child.pid"
+async def test_child_processes_outliving_the_cell(scratch: Path, pad: ScratchpadRuntime) -> None:
+    pid_file = scratch / "child.pid"
     code = (
         "import subprocess\n"
         "child = subprocess.Popen(['sh', '-c', 'sleep 0.3; echo child late; sleep 60'])\n"
@@ -352,7 +352,7 @@ async def test_an_unreadable_history_line_is_skipped_and_said(
 
 
 async def test_descendants_that_leave_the_group_die_with_the_pad(
-    pad: ScratchpadRuntime, tmp_path: Path
+    scratch: Path, pad: ScratchpadRuntime
 ) -> None:
     code = (
         "import os, subprocess, time\n"
@@ -360,14 +360,14 @@ async def test_descendants_that_leave_the_group_die_with_the_pad(
         "if os.fork() == 0:\n"  # a classic daemon: fork, setsid, fork again, parent exits
         "    os.setsid()\n"
         "    if os.fork() == 0:\n"
-        f"        open({str(tmp_path / 'daemon')!r}, 'w').write(str(os.getpid()))\n"
+        f"        open({str(scratch / 'daemon')!r}, 'w').write(str(os.getpid()))\n"
         "        time.sleep(300)\n"
         "    os._exit(0)\n"
         "session.pid"
     )
     cell = await pad.execute(code)
     session_pid = int(cell.result or "0")
-    daemon_pid = await read_pid(tmp_path / "daemon")
+    daemon_pid = await read_pid(scratch / "daemon")
     assert not process_gone(session_pid) and not process_gone(daemon_pid)
     await pad.reset()
     for pid in (session_pid, daemon_pid):
@@ -398,16 +398,16 @@ async def gone_within(pid: int, seconds: float) -> bool:
 
 
 async def test_descendants_of_a_kernel_that_died_by_itself_are_stopped(
-    pad: ScratchpadRuntime, tmp_path: Path
+    scratch: Path, pad: ScratchpadRuntime
 ) -> None:
     code = (
         "import os, subprocess\n"
         "daemon = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-        f"open({str(tmp_path / 'daemon')!r}, 'w').write(str(daemon.pid))\n"
+        f"open({str(scratch / 'daemon')!r}, 'w').write(str(daemon.pid))\n"
         "os._exit(3)"  # the kernel dies: its subreaped daemon goes up to init
     )
     assert (await pad.execute(code)).status == "killed"
-    daemon = await read_pid(tmp_path / "daemon")
+    daemon = await read_pid(scratch / "daemon")
     assert (await pad.execute("1")).result == "1"  # the next cell cleans up after the dead one
     assert await gone_within(daemon, 10), "the daemon outlived its kernel"
 

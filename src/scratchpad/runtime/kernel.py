@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scratchpad.errors import KernelStartError
+from scratchpad.errors import KernelStartError, SandboxError
 from scratchpad.runtime.inkernel import protocol
 from scratchpad.runtime.procgroup import ProcessGroup
 
@@ -66,6 +66,7 @@ class KernelProcess:
         self.on_started: Callable[[], None] | None = None  # the caller before each cell)
         self.channel_closed = False
         self.protocol_error: str | None = None
+        self.ready: dict[str, Any] = {}  # the ready frame (pid, python, sandbox)
         for fd in self._fds:
             os.set_blocking(fd, False)
             self._loop.add_reader(fd, self._on_readable, fd)
@@ -83,9 +84,11 @@ class KernelProcess:
         timeout: float,
         worker: Path = WORKER_PATH,
         tag: str | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> KernelProcess:
-        """Start ``python worker.py`` (tagged with ``tag``, see procgroup) and wait for its
-        ``ready`` frame."""
+        """Start ``python -S worker.py`` (tagged with ``tag``, see procgroup) and wait for its
+        ``ready`` frame. ``-S``: nothing of the venv (``.pth`` files the pad may have written)
+        runs before the worker has applied its sandbox; the worker loads site itself."""
         to_kernel_r, to_kernel_w = os.pipe()
         from_kernel_r, from_kernel_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -96,6 +99,7 @@ class KernelProcess:
         config = {**config, "parent_pid": os.getpid()}
         argv = [
             str(python),
+            "-S",
             str(worker),
             str(to_kernel_r),
             str(from_kernel_w),
@@ -106,7 +110,7 @@ class KernelProcess:
                 argv,
                 stdout=out_w,
                 stderr=err_w,
-                pass_fds=(to_kernel_r, from_kernel_w),
+                pass_fds=(to_kernel_r, from_kernel_w, *pass_fds),
                 cwd=cwd,
                 env=env,
                 tag=tag,
@@ -137,7 +141,11 @@ class KernelProcess:
                 raise KernelStartError(f"the kernel did not answer within {timeout:g}s")
             kind, payload = event
             if kind == "msg" and payload.get("type") == "ready":
+                self.ready = dict(payload)
                 return
+            if kind == "msg" and payload.get("type") == "refused":
+                await self.stop(grace=0.1)
+                raise SandboxError(f"the kernel refused to start: {payload.get('error')}")
             if kind in ("stdout", "stderr"):
                 boot_output += payload
             elif kind == "exit":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import AsyncGenerator, Callable
@@ -25,7 +26,7 @@ from scratchpad.errors import (
     ScratchpadError,
 )
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
-from scratchpad.runtime import venv
+from scratchpad.runtime import sandboxing, venv
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem, new_cell_id
 from scratchpad.runtime.cellqueue import CellQueue, Ticket
@@ -36,7 +37,7 @@ from scratchpad.runtime.proctree import new_tag
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 from scratchpad.vault.scrub import register
 
-MPL_BACKEND = "module://_scratchpad_mpl_backend"
+log = logging.getLogger(__name__)
 DEATHS_BEFORE_FULL_RESET = 2
 REQUEST_TIMEOUT_S = 30.0
 LATE_OUTPUT_CAP = 64 * 1024  # bytes of between-cells output kept per stream
@@ -76,6 +77,7 @@ class LocalRuntime(ScratchpadRuntime):
         self._deaths_in_a_row = 0
         self._death_reported = False  # the last death was already told in its cell
         self._llm_env: dict[str, str] = {}
+        self._tmp = root / sandboxing.TMP_DIR  # the kernel's temp and cache directory
         self._history = CellHistory(root / "history.jsonl", settings.history_max_bytes)
         self._loaded = False
         self._by_id: dict[str, Cell] | None = None  # recorded cells, once a submit names one
@@ -379,12 +381,26 @@ class LocalRuntime(ScratchpadRuntime):
             wanted = [spec for spec in specs if spec not in present_names]
             report = [f"Already installed: {', '.join(present_names)}"] if present_names else []
             if wanted:
-                report.append(
-                    await venv.install(self.root, wanted, self.settings.install_timeout_s)
-                )
+                report.append(await self._installer(wanted))
                 venv.record_requirements(self.root, wanted)
                 await self._request({"type": "refresh_imports"}, "ack")
             return "\n".join(report)
+
+    async def _installer(self, specs: list[str] | None) -> str:
+        """Install ``specs`` (None: restore requirements.txt) sandboxed like the kernel, with
+        the pad's environment plus the server's UV_* settings (its index, offline mode)."""
+        if not self._tmp.is_dir():
+            self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
+        ruleset = await asyncio.to_thread(sandboxing.ruleset_for, self.settings, self._rules)
+        env = sandboxing.installer_environment(os.environ, root=self.root, tmp=self._tmp)
+        timeout = self.settings.install_timeout_s
+        try:
+            if specs is None:
+                return await venv.restore(self.root, timeout, (ruleset, env))
+            return await venv.install(self.root, specs, timeout, (ruleset, env))
+        finally:
+            if ruleset is not None:
+                os.close(ruleset)
 
     async def _request(self, message: dict[str, object], reply: str) -> dict[str, object]:
         """Ask the idle kernel something and wait for the answer of type ``reply``."""
@@ -440,18 +456,7 @@ class LocalRuntime(ScratchpadRuntime):
                 await self._rebuild_venv(rebuild or last_error or "no usable virtualenv yet")
                 rebuild = None
             try:
-                self._kernel = await KernelProcess.spawn(
-                    venv.venv_python(self.root),
-                    cwd=self.cwd,
-                    env=self._kernel_env(),
-                    config={
-                        "memory_limit_mb": self.settings.kernel_memory_limit_mb,
-                        "heartbeat_s": self.settings.heartbeat_s,
-                    },
-                    timeout=self.settings.kernel_start_timeout_s,
-                    worker=self.worker,
-                    tag=new_tag(str(self.settings.home)),
-                )
+                self._kernel = await self._spawn()
             except KernelStartError as exc:
                 last_error = str(exc)
                 continue
@@ -464,6 +469,39 @@ class LocalRuntime(ScratchpadRuntime):
             f"{sys.executable} runs, that {self.root} is writable, or remove the pad and retry."
         )
 
+    async def _spawn(self) -> KernelProcess:
+        """One kernel, sandboxed when the setting and this machine allow (see sandboxing)."""
+        self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
+        ruleset = await asyncio.to_thread(sandboxing.ruleset_for, self.settings, self._rules)
+        config: dict[str, object] = {
+            "memory_limit_mb": self.settings.kernel_memory_limit_mb,
+            "heartbeat_s": self.settings.heartbeat_s,
+        }
+        if ruleset is not None:
+            config["sandbox"] = {"fd": ruleset, "require": self.settings.sandbox == "require"}
+        try:
+            kernel = await KernelProcess.spawn(
+                venv.venv_python(self.root),
+                cwd=self.cwd,
+                env=self._kernel_env(),
+                config=config,
+                timeout=self.settings.kernel_start_timeout_s,
+                worker=self.worker,
+                tag=new_tag(str(self.settings.home)),
+                pass_fds=() if ruleset is None else (ruleset,),
+            )
+        finally:
+            if ruleset is not None:
+                os.close(ruleset)
+        if ruleset is not None and kernel.ready.get("sandbox") != "landlock":
+            log.warning("pad %r runs unsandboxed: %s", self.name, kernel.ready.get("sandbox"))
+        return kernel
+
+    def _rules(self) -> list[sandboxing.Rule]:
+        return sandboxing.pad_rules(
+            home=self.settings.home, workspace=self.cwd, root=self.root, tmp=self._tmp
+        )
+
     async def _rebuild_venv(self, why: str) -> None:
         self._history.close()  # the file is moved into the new venv; reopen it there
         existed = self.root.exists()
@@ -471,7 +509,7 @@ class LocalRuntime(ScratchpadRuntime):
         if existed:
             self._notes.append(f"The pad's virtualenv was rebuilt ({why}).")
         try:
-            if await venv.restore(self.root, self.settings.install_timeout_s):
+            if await self._installer(None):
                 self._notes.append("Packages from requirements.txt were reinstalled.")
         except InstallError as exc:
             self._notes.append(f"Reinstalling recorded packages failed: {exc}")
@@ -481,15 +519,13 @@ class LocalRuntime(ScratchpadRuntime):
         kernel, self._kernel = self._kernel, None
         if kernel is None:
             return None
-        return await asyncio.shield(kernel.stop(grace=self.settings.interrupt_grace_s))
+        code = await asyncio.shield(kernel.stop(grace=self.settings.interrupt_grace_s))
+        await asyncio.to_thread(sandboxing.clear_tmp, self.root)
+        return code
 
     def _kernel_env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.pop("PYTHONHOME", None)
-        env["PYTHONUTF8"] = "1"
-        env["VIRTUAL_ENV"] = str(self.root)
-        env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-        env.setdefault("MPLBACKEND", MPL_BACKEND)
+        """The allowlist (sandboxing.ENV_ALLOWED), never the server's keys or settings."""
+        env = sandboxing.pad_environment(os.environ, root=self.root, tmp=self._tmp)
         env.update(self._llm_env)
         env.update(self._secret_env())
         return env

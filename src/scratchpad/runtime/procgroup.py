@@ -278,6 +278,7 @@ async def run(
     output_cap_chars: int = 1 << 20,
     grace: float = 1.0,
     first: signal.Signals = signal.SIGTERM,
+    pass_fds: Sequence[int] = (),
 ) -> RunResult:
     """Run a helper program with stdin closed, stdout and stderr together.
 
@@ -289,7 +290,9 @@ async def run(
     output = CappedText(output_cap_chars)
     read_fd, write_fd = os.pipe()
     try:
-        group = ProcessGroup.spawn(argv, cwd=cwd, env=env, stdout=write_fd, stderr=write_fd)
+        group = ProcessGroup.spawn(
+            argv, cwd=cwd, env=env, stdout=write_fd, stderr=write_fd, pass_fds=pass_fds
+        )
     except OSError:
         os.close(read_fd)
         raise

@@ -39,6 +39,8 @@ KEEP_ON_REBUILD = ("requirements.txt", "history.jsonl", NAME_FILE)
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CREATE_TIMEOUT_S = 60.0
 OUTPUT_CAP = 64 * 1024  # characters of an installer's output kept (head and tail)
+SANDBOX_SCRIPT = str(Path(__file__).parent / "inkernel" / "sandbox.py")
+Confine = tuple[int | None, dict[str, str]] | None  # (ruleset fd, environment) of a pad
 
 
 def venv_python(root: Path) -> Path:
@@ -50,7 +52,9 @@ def host_python_version() -> str:
 
 
 def is_reusable(root: Path) -> bool:
-    """True when a kernel already started from this venv with the host's Python version."""
+    """True when a kernel already started from this venv with the host's Python version, and
+    its ``bin/python`` is still the host's interpreter: the pad may write in ``bin/``, and the
+    server runs that file unsandboxed to start the next kernel."""
     try:
         marker = json.loads((root / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -58,7 +62,7 @@ def is_reusable(root: Path) -> bool:
     return (
         isinstance(marker, dict)
         and marker.get("python_version") == host_python_version()
-        and venv_python(root).exists()
+        and os.path.realpath(venv_python(root)) == os.path.realpath(sys.executable)
     )
 
 
@@ -213,12 +217,12 @@ def record_requirements(root: Path, specs: list[str]) -> None:
         atomic_write_text(root / REQUIREMENTS, "\n".join(merged) + "\n")
 
 
-async def install(root: Path, specs: list[str], timeout: float) -> str:
+async def install(root: Path, specs: list[str], timeout: float, confine: Confine = None) -> str:
     """``uv pip install`` into the venv; the installer's output, or InstallError."""
     from uv import find_uv_bin
 
     argv = [find_uv_bin(), "pip", "install", "--python", str(venv_python(root)), *specs]
-    code, output = await run_tool(argv, timeout)
+    code, output = await run_tool(argv, timeout, confine)
     if code is None:
         raise InstallError(
             f"installing {', '.join(specs)} timed out after {timeout:g}s; "
@@ -235,18 +239,29 @@ async def install(root: Path, specs: list[str], timeout: float) -> str:
     return output
 
 
-async def restore(root: Path, timeout: float) -> str:
+async def restore(root: Path, timeout: float, confine: Confine = None) -> str:
     """Reinstall what requirements.txt records (after a rebuild); '' when nothing to do."""
     specs = read_requirements(root)
-    return await install(root, specs, timeout) if specs else ""
+    return await install(root, specs, timeout, confine) if specs else ""
 
 
-async def run_tool(argv: list[str], timeout: float) -> tuple[int | None, str]:
+async def run_tool(
+    argv: list[str], timeout: float, confine: Confine = None
+) -> tuple[int | None, str]:
     """Run a helper program (uv); (exit code, or None when it timed out, and its output,
-    kept also when it had to be stopped)."""
-    env = {**os.environ, "UV_NO_PROGRESS": "1", "UV_PYTHON_DOWNLOADS": "never"}
+    kept also when it had to be stopped). With ``confine`` (a Landlock ruleset fd or None,
+    and an environment) it runs sandboxed, as the pad: an installer runs the pad's own
+    interpreter, and with it whatever ``.pth`` files the pad wrote."""
+    ruleset, base = confine if confine is not None else (None, dict(os.environ))
+    env = {**base, "UV_NO_PROGRESS": "1", "UV_PYTHON_DOWNLOADS": "never"}
+    fds: tuple[int, ...] = ()
+    if ruleset is not None:
+        argv = [sys.executable, "-I", "-S", SANDBOX_SCRIPT, str(ruleset), *argv]
+        fds = (ruleset,)
     try:
-        result = await procgroup.run(argv, timeout=timeout, env=env, output_cap_chars=OUTPUT_CAP)
+        result = await procgroup.run(
+            argv, timeout=timeout, env=env, output_cap_chars=OUTPUT_CAP, pass_fds=fds
+        )
     except OSError as exc:
         return 127, str(exc)
     code = None if result.timed_out else result.returncode

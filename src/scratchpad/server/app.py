@@ -32,6 +32,7 @@ from scratchpad.errors import (
     http_status,
 )
 from scratchpad.observations.store import ObservationStore
+from scratchpad.runtime import sandboxing
 from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id
 from scratchpad.runtime.cell import new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
@@ -257,7 +258,12 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     @app.get("/v1/server")
     async def server() -> dict[str, Any]:
         """Who answers here: a cheap, authenticated identity check for clients."""
-        return {"pid": os.getpid(), "version": __version__, "running_pads": manager.names()}
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "running_pads": manager.names(),
+            **sandboxing.report(manager.settings),
+        }
 
     @app.get("/v1/pads")
     async def pads() -> dict[str, Any]:

@@ -14,6 +14,7 @@ from scratchpad.config import Settings
 from scratchpad.errors import ConfigError
 from scratchpad.fsutil import private_dir
 from scratchpad.observations.store import ObservationStore
+from scratchpad.runtime import sandboxing
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.proctree import kill_orphans
 from scratchpad.server.app import create_app
@@ -52,12 +53,14 @@ def check_binding(host: str, settings: Settings) -> None:
 def banner(host: str, port: int, settings: Settings) -> str:
     url = f"http://{host}:{port}"
     where = "SCRATCHPAD_API_KEY" if settings.api_key else str(key_path(settings))
-    return (
-        f"Scratchpad serving on {url}\n"
-        f"  API key: {where}\n"
-        f"  MCP:     {url}/mcp (streamable HTTP, same key)\n"
-        f"  health:  {url}/healthz   API docs: {url}/docs"
-    )
+    lines = [
+        f"Scratchpad serving on {url}",
+        f"  API key: {where}",
+        f"  MCP:     {url}/mcp (streamable HTTP, same key)",
+        f"  health:  {url}/healthz   API docs: {url}/docs",
+    ]
+    unsandboxed = sandboxing.warning(settings)
+    return "\n".join(lines if unsandboxed is None else [*lines, unsandboxed])
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
@@ -54,8 +55,8 @@ def key_variable(provider: str) -> str:
 
 
 def pad_llm_environment(llm: PadLLM) -> dict[str, str]:
-    """The environment variables that make ``get_llm()`` in a pad use ``llm`` (empty fields
-    leave the server's own settings in place)."""
+    """The environment variables that make ``get_llm()`` in a pad use ``llm`` (empty key and
+    URL fields take the server's own; the pad inherits nothing else)."""
     for field in fields(llm):
         value = getattr(llm, field.name)
         if not isinstance(value, str) or find_control(value) is not None:
@@ -72,8 +73,11 @@ def pad_llm_environment(llm: PadLLM) -> dict[str, str]:
     env: dict[str, str] = {}
     if llm.model:
         env["SCRATCHPAD_MODEL"] = f"{llm.provider}:{llm.model}"
-    if llm.api_key:
-        env[key_variable] = llm.api_key
-    if llm.base_url:
-        env[url_variable] = llm.base_url
+    # Pads do not inherit the server's environment: empty fields take the server's values.
+    key = llm.api_key or os.environ.get(key_variable, "")
+    base_url = llm.base_url or os.environ.get(url_variable, "")
+    if key:
+        env[key_variable] = key
+    if base_url:
+        env[url_variable] = base_url
     return env

@@ -9,7 +9,9 @@ While a cell runs, a thread of its own sends a heartbeat every ``heartbeat_s``: 
 alive as long as they come; none means the process is stopped or C code holds the GIL. At
 boot the kernel asks Linux to kill it when its parent dies (no orphan outlives a crashed
 server) and makes itself a child subreaper, so descendants that leave its process group stay
-below it where the parent can find them.
+below it where the parent can find them. It is started with ``python -S``: it applies the
+Landlock ruleset the server built (see sandbox.py) first, then loads ``site``, so no ``.pth``
+file the pad wrote into its venv runs unsandboxed.
 """
 
 from __future__ import annotations
@@ -28,13 +30,15 @@ sys.path.insert(0, _HERE)
 if TYPE_CHECKING:
     import signal as _signal
 
-    from scratchpad.runtime.inkernel import protocol
+    from scratchpad.runtime.inkernel import protocol, sandbox
 else:
     import _signal  # the signal module would import enum: milliseconds at boot
 
-    import protocol  # the sibling file, renamed below so user code never sees it
+    import protocol  # the sibling files, renamed below so user code never sees them
+    import sandbox
 
 sys.modules["_scratchpad_protocol"] = sys.modules.pop("protocol")
+sys.modules["_scratchpad_sandbox"] = sys.modules.pop("sandbox")
 sys.path[0] = ""  # like a notebook: the working directory comes first
 
 import _thread  # noqa: E402
@@ -184,8 +188,9 @@ class Kernel:
                 except OSError:
                     return  # the parent went away; the main loop will notice too
 
-    def serve(self) -> None:
-        self.send({"type": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
+    def serve(self, sandboxed: str = "off") -> None:
+        python = sys.version.split()[0]
+        self.send({"type": "ready", "pid": os.getpid(), "python": python, "sandbox": sandboxed})
         while True:
             message = protocol.read_frame(self.ctrl_in)
             if message is None or message.get("type") == "shutdown":
@@ -436,6 +441,36 @@ def guard_process(parent_pid: object) -> None:
         os._exit(1)  # the parent died before the death signal was armed
 
 
+def apply_sandbox(spec: object, ctrl_out: int) -> str:
+    """Restrict this process with the ruleset the server built (see sandbox.py), before any
+    code the pad can change runs: "landlock", "off", or why it failed. When the server
+    required it and it failed, say so on the channel and exit: no user code runs."""
+    if not isinstance(spec, dict):
+        return "off"
+    try:
+        sandbox.restrict_self(int(spec["fd"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        if spec.get("require"):
+            error = f"the Landlock sandbox could not be applied: {exc}"
+            protocol.write_all(ctrl_out, protocol.encode({"type": "refused", "error": error}))
+            os._exit(3)
+        return f"failed: {exc}"
+    return "landlock"
+
+
+def load_site() -> None:
+    """What ``python -S`` left out (site-packages, .pth files), once the sandbox is on; the
+    working directory stays first on sys.path as a relative entry."""
+    if not sys.flags.no_site or "site" in sys.modules:
+        return
+    first = sys.path.pop(0) if sys.path and sys.path[0] == "" else None
+    import site
+
+    site.main()
+    if first is not None:
+        sys.path.insert(0, first)
+
+
 def _after_fork_in_child(kernel: Kernel, *fds: int) -> None:
     """In a forked child (multiprocessing): let go of the channel, so the parent sees EOF,
     and never wait on a lock the (absent) heartbeat thread held at fork time."""
@@ -452,6 +487,8 @@ def main(argv: list[str]) -> int:
     ctrl_in, ctrl_out = int(argv[1]), int(argv[2])
     config = json.loads(argv[3]) if len(argv) > 3 else {}
     guard_process(config.get("parent_pid"))
+    sandboxed = apply_sandbox(config.get("sandbox"), ctrl_out)
+    load_site()
     for fd in (ctrl_in, ctrl_out):
         os.set_inheritable(fd, False)  # children of user code must not hold the channel open
     kernel = Kernel(ctrl_in, ctrl_out)
@@ -465,7 +502,7 @@ def main(argv: list[str]) -> int:
     interval = float(config.get("heartbeat_s") or DEFAULT_HEARTBEAT_S)
     _thread.start_new_thread(kernel.heartbeat, (interval,))
     try:
-        kernel.serve()
+        kernel.serve(sandboxed)
     except (BrokenPipeError, protocol.ProtocolError):
         return 1  # the parent went away or spoke garbage: nothing left to serve
     return 0

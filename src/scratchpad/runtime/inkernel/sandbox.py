@@ -1,0 +1,152 @@
+"""Landlock through ctypes: probe the ABI, build a ruleset, restrict a process (stdlib only).
+
+The server builds the ruleset (it knows which paths a pad may reach, see
+``scratchpad.runtime.sandboxing``) and hands its file descriptor to the kernel, which applies
+it at boot with two system calls, before any code the pad can change runs. A ruleset only
+ever narrows: Landlock has no deny rules, and the rights of a rule cover the whole subtree.
+
+Run as a script (``python -I -S sandbox.py FD PROGRAM ARGS...``) it restricts itself with
+the ruleset FD and executes PROGRAM: how helper programs (the installer) run sandboxed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446  # x86_64 and aarch64
+CREATE_RULESET_VERSION = 1
+RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS = 38
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1, 2, 4, 8
+REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 16, 32, 64, 128
+MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 256, 512, 1024, 2048, 4096
+REFER, TRUNCATE, IOCTL_DEV = 8192, 16384, 32768
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # all a file can carry
+READ_ONLY = EXECUTE | READ_FILE | READ_DIR
+MODES = ("list", "ro", "rw")  # what a rule grants: names only, read + execute, everything
+
+
+def handled_rights(abi: int) -> int:
+    """Every file-system right this ABI knows (all of them are handled, so denied by default)."""
+    rights = (MAKE_SYM << 1) - 1
+    if abi >= 2:
+        rights |= REFER
+    if abi >= 3:
+        rights |= TRUNCATE
+    if abi >= 5:
+        rights |= IOCTL_DEV
+    return rights
+
+
+def mode_rights(mode: str, abi: int) -> int:
+    """The rights of a rule of ``mode`` (one of MODES) under this ABI."""
+    if mode == "list":
+        return READ_DIR
+    if mode == "ro":
+        return READ_ONLY
+    if mode == "rw":
+        return handled_rights(abi)
+    raise ValueError(f"unknown sandbox mode {mode!r}; use one of {MODES}")
+
+
+def _libc() -> object:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _fail(what: str) -> OSError:
+    import ctypes
+
+    errno = ctypes.get_errno()
+    return OSError(errno, f"{what} failed: {os.strerror(errno)}")
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI version of the running kernel; 0 where Landlock is missing."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        abi = int(_libc().syscall(SYS_CREATE_RULESET, None, 0, CREATE_RULESET_VERSION))  # type: ignore[attr-defined]
+    except (OSError, AttributeError):
+        return 0
+    return max(abi, 0)
+
+
+def create_ruleset(abi: int, rules: Iterable[tuple[str, str]]) -> int:
+    """A ruleset fd (close-on-exec) granting ``rules`` — (path, mode) pairs; paths that do not
+    exist are skipped, rules on files keep only file rights. OSError when Landlock refuses."""
+    import ctypes
+    import struct
+
+    libc = _libc()
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
+    attr = struct.pack("<QQQ", handled_rights(abi), 0, scoped)
+    size = 8 if abi <= 3 else 16 if abi <= 5 else 24
+    buffer = ctypes.create_string_buffer(attr[:size], size)
+    fd = libc.syscall(SYS_CREATE_RULESET, buffer, ctypes.c_size_t(size), 0)  # type: ignore[attr-defined]
+    if fd < 0:
+        raise _fail("landlock_create_ruleset")
+    try:
+        for path, mode in rules:
+            _add_rule(libc, fd, path, mode_rights(mode, abi))
+    except BaseException:
+        os.close(fd)
+        raise
+    return int(fd)
+
+
+def _add_rule(libc: object, ruleset: int, path: str, rights: int) -> None:
+    import ctypes
+    import stat
+    import struct
+
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # gone, or unreachable: nothing to grant
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            rights &= FILE_RIGHTS
+        attr = ctypes.create_string_buffer(struct.pack("<Qi", rights, fd), 12)
+        if libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, attr, 0) != 0:  # type: ignore[attr-defined]
+            raise _fail(f"landlock_add_rule({path})")
+    finally:
+        os.close(fd)
+
+
+def restrict_self(ruleset: int) -> None:
+    """Apply the ruleset to this process (and everything it starts); closes the fd."""
+    libc = _libc()
+    try:
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # type: ignore[attr-defined]
+            raise _fail("prctl(PR_SET_NO_NEW_PRIVS)")
+        if libc.syscall(SYS_RESTRICT_SELF, ruleset, 0) != 0:  # type: ignore[attr-defined]
+            raise _fail("landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+
+
+def main(argv: list[str]) -> int:
+    """``sandbox.py FD PROGRAM ARGS...``: restrict with ruleset FD, then become PROGRAM."""
+    if len(argv) < 3:
+        print("usage: sandbox.py RULESET_FD PROGRAM [ARGS...]", file=sys.stderr)
+        return 2
+    try:
+        restrict_self(int(argv[1]))
+    except (OSError, ValueError) as exc:
+        print(f"scratchpad: could not sandbox {argv[2]}: {exc}", file=sys.stderr)
+        return 126
+    os.execv(argv[2], argv[2:])
+    return 127  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,282 @@
+"""Sandboxed pads: real kernels under Landlock, real files; the allowlisted environment."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from scratchpad.config import Settings
+from scratchpad.errors import SandboxError
+from scratchpad.runtime.base import PadLLM, ScratchpadRuntime
+from scratchpad.runtime.inkernel import sandbox
+from scratchpad.runtime.local import LocalRuntime
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.server.app import create_app
+
+landlock = pytest.mark.skipif(
+    sandbox.landlock_abi() == 0, reason="this kernel has no Landlock (Linux >= 5.13, lsm=landlock)"
+)
+
+
+def denied(cell_code: str) -> str:
+    """A cell that prints DENIED when ``cell_code`` raises PermissionError."""
+    body = "\n".join(f"    {line}" for line in cell_code.splitlines())
+    verdict = "except PermissionError:\n    print('DENIED')\nelse:\n    print('ALLOWED')"
+    return f"try:\n{body}\n{verdict}"
+
+
+@pytest.fixture
+async def own_home(
+    tmp_path: Path, workspace: Path, settings: Settings
+) -> AsyncIterator[ScratchpadRuntime]:
+    """A pad whose home lies outside its workspace (an unbound server)."""
+    root = settings.home / "pads" / "solo"
+    pad = LocalRuntime("solo", root=root, cwd=workspace, settings=settings)
+    await pad.start()
+    yield pad
+    await pad.close()
+
+
+@landlock
+async def test_a_cell_cannot_reach_the_home_or_write_outside_the_workspace(
+    manager: ScratchpadManager, workspace: Path, tmp_path: Path
+) -> None:
+    home = manager.settings.home
+    other = await manager.get_or_create("other")
+    await other.execute("x = 1")
+    pad = await manager.get_or_create("main")
+    await pad.execute("y = 1")  # its own history exists
+    (home / "api_key").write_text("sk-not-for-pads")
+    (home / "vault").mkdir()
+    (home / "vault" / "postgres.prod").write_text("encrypted")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for code in (
+        f"open({str(home / 'api_key')!r}).read()",
+        f"open({str(home / 'vault' / 'postgres.prod')!r}).read()",
+        f"open({str(home / 'pads' / 'other' / 'history.jsonl')!r}).read()",
+        f"open({str(home / 'pads' / 'main' / 'history.jsonl')!r}, 'a').write('forged')",
+        f"open({str(home / 'pads' / 'main' / 'pad.json')!r}, 'w').write('forged')",
+        f"open({str(outside / 'escaped.txt')!r}, 'w').write('x')",
+    ):
+        cell = await pad.execute(denied(code))
+        assert cell.stdout.strip() == "DENIED", (code, cell.stdout, cell.error)
+    child = await pad.execute(
+        f"import subprocess\nsubprocess.run(['cat', {str(home / 'api_key')!r}], "
+        "capture_output=True, text=True).returncode"
+    )
+    assert child.result not in (None, "0")
+    assert not (outside / "escaped.txt").exists()
+
+
+@landlock
+async def test_workspace_and_temp_files_are_writable(own_home: ScratchpadRuntime) -> None:
+    cell = await own_home.execute(
+        "import os, tempfile\n"
+        "open('made.txt', 'w').write('top')\n"
+        "os.makedirs('sub/deeper')\n"
+        "open('sub/deeper/x.txt', 'w').write('deep')\n"
+        "with tempfile.NamedTemporaryFile() as handle:\n"
+        "    handle.write(b'temp')\n"
+        "tempfile.gettempdir() == os.environ['TMPDIR']"
+    )
+    assert cell.status == "ok", cell.error
+    assert cell.result == "True"
+
+
+@landlock
+async def test_with_the_home_in_the_workspace_only_its_subdirectories_take_new_files(
+    settings: Settings, workspace: Path
+) -> None:
+    (workspace / "existing.txt").write_text("before")
+    (workspace / "data").mkdir()
+    manager = ScratchpadManager(workspace=workspace, settings=settings)
+    try:
+        pad = await manager.get_or_create("main")
+        top = await pad.execute(denied("open('new.txt', 'w')"))
+        assert top.stdout.strip() == "DENIED"
+        cell = await pad.execute(
+            "open('existing.txt', 'a').write(' after')\n"
+            "open('data/new.txt', 'w').write('fine')\n"
+            "open('existing.txt').read()"
+        )
+        assert cell.result == "'before after'", cell.error
+    finally:
+        await manager.close_all()
+
+
+@landlock
+async def test_pip_installs_a_local_wheel_from_a_cell(
+    wheel: Path, own_home: ScratchpadRuntime
+) -> None:
+    cell = await own_home.execute(
+        "import subprocess, sys\n"
+        f"done = subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-index', "
+        f"'--no-deps', {str(wheel)!r}], capture_output=True, text=True)\n"
+        "print(done.stdout[-400:], done.stderr[-2000:])\n"
+        "import importlib; importlib.invalidate_caches()\n"
+        "import sp_demo_pkg\nsp_demo_pkg.VERSION"
+    )
+    assert cell.result == "'1.0'", cell.stdout + (cell.error or "")
+
+
+@landlock
+async def test_the_installer_runs_sandboxed(
+    wheel: Path, own_home: ScratchpadRuntime, settings: Settings, workspace: Path
+) -> None:
+    """uv runs the pad's interpreter, so a .pth file the pad planted runs in the installer."""
+    (settings.home / "api_key").write_text("sk-not-for-pads")
+    probe = workspace / "probe.txt"
+    code = (
+        f"import site, os\nprobe, key = {str(probe)!r}, {str(settings.home / 'api_key')!r}\n"
+        "body = f'try:\\n    open({key!r}).read(); r = \"READ\"\\n'\n"
+        "body += 'except OSError:\\n    r = \"DENIED\"\\n'"
+        "\nbody += f'open({probe!r}, \"a\").write(r)\\n'\n"
+        "open(os.path.join(site.getsitepackages()[0], 'zz_probe.pth'), 'w')"
+        ".write('import os; exec(' + repr(body) + ')\\n')"
+    )
+    planted = await own_home.execute(code)
+    assert planted.status == "ok", planted.error
+    report = await own_home.install_packages([str(wheel)])
+    assert "sp_demo_pkg" in report or "Installed" in report, report
+    assert probe.exists(), "the installer never ran the pad's interpreter"
+    text = probe.read_text()
+    assert "DENIED" in text and "READ" not in text
+
+
+@landlock
+async def test_numpy_pandas_and_matplotlib_work(own_home: ScratchpadRuntime) -> None:
+    cell = await own_home.execute(
+        "import numpy as np, pandas as pd, matplotlib.pyplot as plt\n"
+        "frame = pd.DataFrame({'x': np.arange(5)})\n"
+        "plt.plot(frame['x'])\n"
+        "plt.savefig('figure.png')\n"
+        "plt.show()\n"
+        "import os\nos.path.getsize('figure.png') > 0"
+    )
+    assert cell.status == "ok", cell.error
+    assert cell.result == "True"
+    assert any("image/png" in output.get("data", output) for output in cell.outputs)
+    assert "Matplotlib" not in cell.stderr  # no cache-directory warning
+
+
+async def test_the_environment_is_allowlisted(
+    own_home_env: ScratchpadRuntime,
+) -> None:
+    pad = own_home_env
+    names = await pad.execute("import os\nsorted(os.environ)")
+    assert names.result is not None
+    for secret in ("SCRATCHPAD_API_KEY", "SCRATCHPAD_MODEL", "ANTHROPIC_API_KEY", "LD_PRELOAD"):
+        assert repr(secret) not in names.result
+    assert "'LC_ALL'" in names.result and "'TMPDIR'" in names.result
+    await pad.configure_llm(PadLLM(provider="anthropic", model="claude-test"))
+    key = await pad.execute("import os\nos.environ.get('ANTHROPIC_API_KEY')")
+    assert key.result == "'sk-ant-from-the-server'"
+
+
+@pytest.fixture
+async def own_home_env(
+    monkeypatch: pytest.MonkeyPatch, settings: Settings, workspace: Path
+) -> AsyncIterator[ScratchpadRuntime]:
+    monkeypatch.setenv("SCRATCHPAD_API_KEY", "sk-server-key-123456")
+    monkeypatch.setenv("SCRATCHPAD_MODEL", "anthropic:secret-model")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-the-server")
+    monkeypatch.setenv("LD_PRELOAD", "")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    pad = LocalRuntime("env", root=settings.home / "pads" / "env", cwd=workspace, settings=settings)
+    await pad.start()
+    yield pad
+    await pad.close()
+
+
+async def test_require_refuses_to_start_without_landlock(
+    monkeypatch: pytest.MonkeyPatch, settings: Settings, workspace: Path
+) -> None:
+    monkeypatch.setattr(sandbox, "landlock_abi", lambda: 0)  # the test seam: "no Landlock"
+    strict = settings.model_copy(update={"sandbox": "require"})
+    manager = ScratchpadManager(workspace=workspace, settings=strict)
+    try:
+        with pytest.raises(SandboxError, match="SCRATCHPAD_SANDBOX=auto"):
+            await manager.get_or_create("main")
+    finally:
+        await manager.close_all()
+
+
+@landlock
+async def test_require_starts_a_sandboxed_kernel(settings: Settings, workspace: Path) -> None:
+    strict = settings.model_copy(update={"sandbox": "require"})
+    pad = LocalRuntime("strict", root=strict.home / "pads" / "s", cwd=workspace, settings=strict)
+    await pad.start()
+    try:
+        cell = await pad.execute(denied(f"open({str(strict.home / 'pads' / 's' / 'pad.json')!r})"))
+        assert cell.stdout.strip() == "DENIED"
+    finally:
+        await pad.close()
+
+
+async def test_off_lets_a_cell_read_the_home(settings: Settings, workspace: Path) -> None:
+    off = settings.model_copy(update={"sandbox": "off"})
+    (off.home).mkdir(parents=True)
+    (off.home / "api_key").write_text("readable")
+    pad = LocalRuntime("open", root=off.home / "pads" / "o", cwd=workspace, settings=off)
+    await pad.start()
+    try:
+        cell = await pad.execute(f"open({str(off.home / 'api_key')!r}).read()")
+        assert cell.result == "'readable'", cell.error
+    finally:
+        await pad.close()
+
+
+@pytest.mark.parametrize(
+    ("setting", "abi", "expected"),
+    [("auto", 7, "landlock"), ("off", 7, "off"), ("auto", 0, "unavailable")],
+)
+async def test_the_server_reports_the_sandbox(
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Settings,
+    workspace: Path,
+    setting: str,
+    abi: int,
+    expected: str,
+) -> None:
+    monkeypatch.setattr(sandbox, "landlock_abi", lambda: abi)
+    chosen = settings.model_copy(update={"sandbox": setting})
+    manager = ScratchpadManager(workspace=workspace, settings=chosen)
+    app = create_app(manager, api_key="k" * 32)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        answer = await http.get("/v1/server", headers={"Authorization": "Bearer " + "k" * 32})
+    body = answer.json()
+    assert body["sandbox"] == expected
+    assert body.get("sandbox_abi") == (abi if expected == "landlock" else None)
+
+
+def test_the_banner_warns_when_pads_are_unsandboxed(
+    monkeypatch: pytest.MonkeyPatch, settings: Settings
+) -> None:
+    from scratchpad.server.serve import banner
+
+    monkeypatch.setattr(sandbox, "landlock_abi", lambda: 0)
+    assert "sandbox: unavailable" in banner("127.0.0.1", 1, settings)
+    off = settings.model_copy(update={"sandbox": "off"})
+    assert "sandbox: off" in banner("127.0.0.1", 1, off)
+    monkeypatch.setattr(sandbox, "landlock_abi", lambda: 7)
+    assert "sandbox" not in banner("127.0.0.1", 1, settings)
+
+
+async def test_a_replaced_interpreter_is_never_started(own_home: ScratchpadRuntime) -> None:
+    """The pad may write in its venv's bin/; the server must not run what it put there."""
+    cell = await own_home.execute(
+        "import os, sys\n"
+        "fake = os.path.join(os.environ['VIRTUAL_ENV'], 'bin', 'python')\n"
+        "os.unlink(fake)\n"
+        "open(fake, 'w').write('#!/bin/sh\\necho forged > ' + os.getcwd() + '/forged.txt\\n')\n"
+        "os.chmod(fake, 0o755)"
+    )
+    assert cell.status == "ok", cell.error
+    await own_home.reset()
+    after = await own_home.execute("import os\nos.path.exists('forged.txt')")
+    assert after.result == "False"
