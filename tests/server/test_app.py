@@ -284,8 +284,8 @@ async def test_start_sets_the_pads_own_model(client: httpx.AsyncClient) -> None:
         "('SCRATCHPAD_MODEL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL')]"
     )
     answer = await client.post("/scratchpad/execute-stream", json={"name": "llm", "code": code})
-    assert frames(answer.text)[-1]["cell"]["result"] == repr(
-        ["openai-compatible:local-model", "sk-pad-only-key", "http://127.0.0.1:9/v1"]
+    assert frames(answer.text)[-1]["cell"]["result"] == repr(  # the key, scrubbed on its way out
+        ["openai-compatible:local-model", "[OPENAI_API_KEY]", "http://127.0.0.1:9/v1"]
     )
     assert "sk-pad-only-key" not in os.environ.values()  # only the pad's environment
     unknown = await client.post("/scratchpad/start", json={"name": "llm", "coding_provider": "x"})
