@@ -19,6 +19,8 @@ from scratchpad.runtime.cellqueue import remember
 from scratchpad.runtime.history import count_cells
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.names import dir_name, is_pad_dir_name, validate_pad_name
+from scratchpad.vault.rescrub import RescrubReport, rescrub_home, rescrub_lines
+from scratchpad.vault.scrub import scrubber
 
 log = logging.getLogger(__name__)
 EARLY_CANCELS_KEPT = 256  # per pad
@@ -317,6 +319,50 @@ class ScratchpadManager:
         closing = (pad.close(reason=reason) for pad in pads)
         results = await asyncio.gather(*closing, return_exceptions=True)
         _log_failures("closing", pads, results)
+
+    async def rescrub(self) -> RescrubReport:
+        """Scrub everything the home stores again with the process's scrubber; call it when a
+        secret was added or rotated. Running pads scrub their cells in memory and rewrite
+        their histories under the history's own lock; stopped pads' histories, the
+        observation store and the session files are rewritten on a worker thread, and a
+        stopped pad waits to start until that is done."""
+        names = await asyncio.to_thread(self.names_on_disk)
+        while self._stopping:  # a pad still closing writes its last cells first
+            await asyncio.wait(list(self._stopping.values()))
+        pads = [pad for pad in self._pads.values() if not pad.closed]
+        starting = list(self._starting.values())
+        held = [name for name in names if name not in self._pads and name not in self._starting]
+        guard = asyncio.get_running_loop().create_future()
+        for name in held:
+            self._stopping[name] = guard  # _start waits for it
+        paths = {pad_root(self.settings, name) / "history.jsonl" for name in held}
+        scrub = scrubber()
+        try:
+            running = await self._rescrub_running(pads, starting)
+            report = await asyncio.to_thread(
+                rescrub_home,
+                self.settings.home,
+                histories=lambda path: rescrub_lines(path, scrub) if path in paths else None,
+                observations=self.settings.observations_path,
+                scrub=scrub,
+            )
+        finally:
+            guard.set_result(None)
+            for name in held:
+                if self._stopping.get(name) is guard:
+                    del self._stopping[name]
+        for cells, changed in running:
+            report.cells_changed += cells
+            report.count(changed)
+        return report
+
+    async def _rescrub_running(
+        self, pads: list[ScratchpadRuntime], starting: list[asyncio.Task[ScratchpadRuntime]]
+    ) -> list[tuple[int, bool]]:
+        for task in starting:
+            with contextlib.suppress(Exception):
+                pads.append(await asyncio.shield(task))
+        return [await pad.rescrub() for pad in pads]
 
     async def cancel_all_running(self) -> None:
         await asyncio.gather(*(pad.cancel() for pad in self._pads.values() if pad.busy))
