@@ -104,7 +104,10 @@ class CellHistory:
         whether it changed) under this history's lock; the next append opens the new file."""
         with self._lock:
             self._close_fd()  # an O_APPEND descriptor would keep writing to the old file
-            changed = rewrite(self.path)
+            try:
+                changed = rewrite(self.path)
+            except FileNotFoundError:  # cleared (a reset) meanwhile
+                return False
             if changed:
                 self.size = self.path.stat().st_size
             return changed

@@ -351,18 +351,28 @@ class ScratchpadManager:
             for name in held:
                 if self._stopping.get(name) is guard:
                     del self._stopping[name]
-        for cells, changed in running:
-            report.cells_changed += cells
-            report.count(changed)
+        for name, outcome in running:
+            if isinstance(outcome, OSError):
+                log.warning("could not scrub the history of pad %r again: %s", name, outcome)
+                report.failed.append(name)
+            else:
+                report.cells_changed += outcome[0]
+                report.count(outcome[1])
         return report
 
     async def _rescrub_running(
         self, pads: list[ScratchpadRuntime], starting: list[asyncio.Task[ScratchpadRuntime]]
-    ) -> list[tuple[int, bool]]:
+    ) -> list[tuple[str, tuple[int, bool] | OSError]]:
         for task in starting:
             with contextlib.suppress(Exception):
                 pads.append(await asyncio.shield(task))
-        return [await pad.rescrub() for pad in pads]
+        outcomes: list[tuple[str, tuple[int, bool] | OSError]] = []
+        for pad in pads:
+            try:
+                outcomes.append((pad.name, await pad.rescrub()))
+            except OSError as exc:  # one pad's disk trouble must not stop the others
+                outcomes.append((pad.name, exc))
+        return outcomes
 
     async def cancel_all_running(self) -> None:
         await asyncio.gather(*(pad.cancel() for pad in self._pads.values() if pad.busy))

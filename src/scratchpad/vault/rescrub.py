@@ -41,7 +41,7 @@ class RescrubReport:
     entries_checked: int = 0  # text entries of the observation store
     entries_changed: int = 0
     cells_changed: int = 0  # cells in memory of running pads
-    failed: list[str] = field(default_factory=list)  # files that could not be rewritten
+    failed: list[str] = field(default_factory=list)  # files (or pads) not rewritten
 
     def count(self, changed: bool) -> None:
         self.files_checked += 1
@@ -99,9 +99,8 @@ def rescrub_lines(path: Path, scrub: Scrubber | None = None) -> bool:
     """Scrub a JSON-lines file line by line; rewrite it (atomically, its mode kept) only when
     a line changed. Whether it did. Streams: one line in memory at a time."""
     scrub = scrub or scrubber()
-    with path.open("rb") as handle:
-        if all(scrub_line(line, scrub) is line for line in handle):
-            return False
+    if not lines_need_scrub(path, scrub):
+        return False
 
     def lines() -> Iterator[bytes]:
         with path.open("rb") as handle:
@@ -110,6 +109,13 @@ def rescrub_lines(path: Path, scrub: Scrubber | None = None) -> bool:
 
     atomic_write_chunks(path, lines())
     return True
+
+
+def lines_need_scrub(path: Path, scrub: Scrubber | None = None) -> bool:
+    """Whether a line of a JSON-lines file would change (read only, stops at the first)."""
+    scrub = scrub or scrubber()
+    with path.open("rb") as handle:
+        return any(scrub_line(line, scrub) is not line for line in handle)
 
 
 def rescrub_json_file(path: Path, scrub: Scrubber | None = None) -> bool:
