@@ -13,7 +13,6 @@ import contextlib
 import os
 import sys
 from collections.abc import AsyncGenerator
-from functools import partial
 from pathlib import Path
 
 from scratchpad.config import Settings
@@ -35,7 +34,7 @@ from scratchpad.runtime.history import CellHistory, fold
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.proctree import new_tag
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
-from scratchpad.vault.rescrub import lines_need_scrub, rescrub_lines, scrub_cell
+from scratchpad.vault.rescrub import rescrub_recorded
 from scratchpad.vault.scrub import scrubber
 
 MPL_BACKEND = "module://_scratchpad_mpl_backend"
@@ -353,17 +352,9 @@ class LocalRuntime(ScratchpadRuntime):
                 await asyncio.to_thread(self._history.rewrite, self.cells)
 
     async def rescrub(self) -> tuple[int, bool]:
-        scrub = scrubber()
         async with self._rewriting:  # not while a fold writes cells from before
             cells = self._cells if self._loaded else []
-            changed = sum(scrub_cell(cell, scrub) for cell in list(cells))
-            path, rewrite = self._history.path, partial(rescrub_lines, scrub=scrub)
-            try:  # looked at first without the history's lock: cells go on being recorded
-                if not await asyncio.to_thread(lines_need_scrub, path, scrub):
-                    return changed, False
-            except FileNotFoundError:
-                return changed, False
-            return changed, await asyncio.to_thread(self._history.rescrub, rewrite)
+            return await rescrub_recorded(cells, self._history, scrubber())
 
     async def _after_kill(self, run: CellRun) -> None:
         """The ladder killed the kernel: start a fresh one so the pad stays usable."""

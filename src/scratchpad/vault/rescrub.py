@@ -15,10 +15,12 @@ rewrites their histories under each history's own lock).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from scratchpad.config import Settings
 from scratchpad.fsutil import atomic_write_chunks
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.cell import CELL_FIELDS, Cell
+from scratchpad.runtime.history import CellHistory
 from scratchpad.vault.scrub import Scrubber, scrubber
 
 log = logging.getLogger(__name__)
@@ -186,6 +189,22 @@ def scrub_cell(cell: Cell, scrub: Scrubber) -> bool:
                 setattr(cell, name, cleaned)
                 changed = True
     return changed
+
+
+async def rescrub_recorded(
+    cells: list[Cell], history: CellHistory, scrub: Scrubber
+) -> tuple[int, bool]:
+    """A running pad's cells scrubbed in place, and its history file rewritten under the
+    history's lock when a line changes (looked at first without the lock, so cells go on
+    being recorded meanwhile). How many cells changed, and whether the file did."""
+    changed = sum(scrub_cell(cell, scrub) for cell in list(cells))
+    try:
+        if not await asyncio.to_thread(lines_need_scrub, history.path, scrub):
+            return changed, False
+    except FileNotFoundError:
+        return changed, False
+    rewrite = partial(rescrub_lines, scrub=scrub)
+    return changed, await asyncio.to_thread(history.rescrub, rewrite)
 
 
 def _encode(text: str) -> bytes:
