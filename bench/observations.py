@@ -18,6 +18,7 @@ from pathlib import Path
 
 from scratchpad.config import Settings
 from scratchpad.observations import ObservationStore
+from scratchpad.vault.scrub import scrubber
 
 MB = 1_000_000
 
@@ -56,6 +57,13 @@ def main() -> None:
             start = time.perf_counter()
             ids[size] = store.put(text, turn_id="b")
             rows.append((f"put {size // 1000:,} KB", ms(time.perf_counter() - start), ""))
+
+        scrubber().add("hunter2-very-secret", "DS_BENCH__PASSWORD")  # text puts scan for it
+        text = log_text(big)
+        start = time.perf_counter()
+        store.put(text, turn_id="b")
+        elapsed = time.perf_counter() - start
+        rows.append((f"put {big // 1000:,} KB, a secret known", ms(elapsed), ""))
 
         def naive_slice(entry: str, start: int, end: int) -> str:
             content = store.get(entry).content  # loads and decodes the whole value

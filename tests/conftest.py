@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import zipfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,7 @@ import pytest
 from scratchpad.config import Settings
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.vault.scrub import scrubber
 
 PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
 
@@ -26,6 +27,13 @@ def hermetic_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SCRATCHPAD_HOME", str(home))
     monkeypatch.setenv("UV_OFFLINE", "1")  # installs in tests use local wheels only
     return home
+
+
+@pytest.fixture(autouse=True)
+def fresh_scrubber() -> Iterator[None]:
+    """The process-wide scrubber forgets the secrets a test registered."""
+    yield
+    scrubber().reset()
 
 
 @pytest.fixture

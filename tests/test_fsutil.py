@@ -11,6 +11,7 @@ import pytest
 
 from scratchpad.fsutil import (
     atomic_write_bytes,
+    atomic_write_chunks,
     atomic_write_text,
     create_exclusive,
     current_umask,
@@ -80,3 +81,13 @@ def test_create_exclusive_creates_once_and_leaves_no_temp(tmp_path: Path) -> Non
     assert not create_exclusive(path, b"second\n")
     assert path.read_bytes() == b"first\n" and mode_of(path) == 0o600
     assert [p.name for p in path.parent.iterdir()] == ["key"]
+
+
+def test_atomic_write_chunks_streams_and_keeps_the_mode(tmp_path: Path) -> None:
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(b"old\n")
+    os.chmod(path, 0o640)
+    atomic_write_chunks(path, (f"line {i}\n".encode() for i in range(3)))
+    assert path.read_bytes() == b"line 0\nline 1\nline 2\n"
+    assert mode_of(path) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["lines.jsonl"]

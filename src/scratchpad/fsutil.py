@@ -11,7 +11,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -33,8 +33,13 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
     gets ``mode`` if given; else a rewritten file keeps its mode, and a new one gets what
     ``open()`` would give it (0o666 less the umask), not the temp file's 0o600.
     """
+    atomic_write_chunks(path, (data,), mode=mode)
+
+
+def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, mode: int | None = None) -> None:
+    """:func:`atomic_write_bytes` of data that comes in pieces (never all in memory at once)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _write_temp(path, data, mode if mode is not None else _mode_for(path))
+    tmp = _write_temp(path, chunks, mode if mode is not None else _mode_for(path))
     try:
         os.replace(tmp, path)
     except BaseException:
@@ -52,7 +57,7 @@ def create_exclusive(path: Path, data: bytes, *, mode: int = 0o600) -> bool:
     wins, and a reader never sees the file empty or half written.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _write_temp(path, data, mode)
+    tmp = _write_temp(path, (data,), mode)
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -64,13 +69,14 @@ def create_exclusive(path: Path, data: bytes, *, mode: int = 0o600) -> bool:
     return True
 
 
-def _write_temp(path: Path, data: bytes, mode: int) -> str:
-    """A synced temp file beside ``path`` holding ``data`` with ``mode``; its name."""
+def _write_temp(path: Path, chunks: Iterable[bytes], mode: int) -> str:
+    """A synced temp file beside ``path`` holding ``chunks`` with ``mode``; its name."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), mode)
-            handle.write(data)
+            for data in chunks:
+                handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
     except BaseException:

@@ -112,3 +112,17 @@ async def test_the_tool_description_names_variables_not_values(
     description = scratchpad_tool(pads).description
     assert "DS_POSTGRES_PROD__HOST, DS_POSTGRES_PROD__PASSWORD (postgres/prod)" in description
     assert PASSWORD not in description and "db.internal" not in description
+
+
+async def test_saving_a_secret_scrubs_what_the_home_already_stores(
+    pads: ScratchpadManager, vault: Vault, workspace: Path
+) -> None:
+    early = await (await pads.get_or_create("early")).execute(f"print({PASSWORD!r})")
+    assert PASSWORD in early.stdout  # nobody knew it was a secret yet
+    history = workspace / ".scratchpad" / "pads" / "early" / "history.jsonl"
+    assert PASSWORD in history.read_text()
+    vault.save("postgres", "prod", {"password": PASSWORD})
+    await pads.rotations_done()
+    assert PASSWORD not in history.read_text()
+    assert f"[{VAR}]" in history.read_text()
+    assert PASSWORD not in (await pads.get_or_create("early")).view()

@@ -12,6 +12,8 @@ import httpx
 
 from scratchpad.config import Settings
 from scratchpad.errors import error_from_http
+from scratchpad.vault.rescrub import rescrub_home
+from scratchpad.vault.scrub import scrubber
 from scratchpad.vault.store import Vault
 
 REQUEST_TIMEOUT_S = 60.0
@@ -50,7 +52,16 @@ class DiskVault:
     def save(
         self, engine: str, name: str | None, fields: FieldValues, secure_keys: Names | None
     ) -> dict[str, Any]:
-        return self.vault.save(engine, name or self.vault.next_name(engine), fields, secure_keys)
+        """Save; a secret new to this home is scrubbed from what the home already stores (no
+        server runs, so no pad is running: the files are all there is)."""
+        self.vault.prime()
+        before = scrubber().version
+        record = self.vault.save(engine, name or self.vault.next_name(engine), fields, secure_keys)
+        if scrubber().version != before:
+            rescrub_home(
+                self.vault.settings.home, observations=self.vault.settings.observations_path
+            )
+        return record
 
     def delete(self, engine: str, name: str) -> None:
         self.vault.delete(engine, name)

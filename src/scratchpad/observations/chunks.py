@@ -79,6 +79,62 @@ def _prepare_text(text: str, chunk_bytes: int) -> PreparedContent:
     return PreparedContent("text", None, chunks, len(raw), len(text), lines)
 
 
+class TextChunker:
+    """Text given piece by piece, cut exactly where :func:`prepare` cuts the whole of it (so a
+    rewritten entry is laid out as a new one would be), without holding all of it at once."""
+
+    def __init__(self, chunk_bytes: int = CHUNK_BYTES) -> None:
+        self.chunk_bytes = chunk_bytes
+        self._buffer = bytearray()
+        self._next = Chunk(0, 0, 0, 0, b"")  # where the next chunk starts
+        self.char_count = self.newlines = 0
+        self.last_char = ""
+
+    def feed(self, text: str) -> list[Chunk]:
+        """Take ``text``; the chunks it completed (the last one is only known at the end)."""
+        if not text:
+            return []
+        buffer = self._buffer
+        buffer += text.encode(TEXT_ENCODING, TEXT_ERRORS)
+        self.char_count += len(text)
+        self.newlines += text.count("\n")
+        self.last_char = text[-1]
+        done = []
+        start = 0
+        while len(buffer) - start > self.chunk_bytes:
+            end = start + self.chunk_bytes
+            while buffer[end] & 0xC0 == 0x80:  # never cut a character in two
+                end -= 1
+            done.append(self._chunk(bytes(buffer[start:end])))
+            start = end
+        del buffer[:start]
+        return done
+
+    def finish(self) -> PreparedContent:
+        """The layout of the whole text: inline, or the chunks :meth:`feed` has not handed
+        out yet (the last one)."""
+        lines = self.newlines + (1 if self.last_char not in ("", "\n") else 0)
+        size = self._next.byte_start + len(self._buffer)
+        if self._next.seq == 0 and len(self._buffer) <= self.chunk_bytes:
+            inline = bytes(self._buffer)
+            return PreparedContent("text", inline, [], size, self.char_count, lines)
+        rest = [self._chunk(bytes(self._buffer))] if self._buffer else []
+        self._buffer.clear()
+        return PreparedContent("text", None, rest, size, self.char_count, lines)
+
+    def _chunk(self, piece: bytes) -> Chunk:
+        at = self._next
+        chars = len(piece.decode(TEXT_ENCODING, TEXT_ERRORS))
+        self._next = Chunk(
+            at.seq + 1,
+            at.byte_start + len(piece),
+            at.char_start + chars,
+            at.line_start + piece.count(b"\n"),
+            b"",
+        )
+        return Chunk(at.seq, at.byte_start, at.char_start, at.line_start, piece)
+
+
 class ChunkSource:
     """Reads one entry's content chunk by chunk (inline content is a single chunk 0)."""
 

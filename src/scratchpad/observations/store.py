@@ -29,10 +29,12 @@ from scratchpad.observations.models import (
     ReadResult,
 )
 from scratchpad.observations.pattern import GrepPattern
+from scratchpad.observations.rewrite import RescrubCounts, rescrub_entries
 from scratchpad.observations.schema import CHUNK_BYTES, migrate
 from scratchpad.observations.summary import (
     serialized_size,
     split_observation,
+    storable,
     summarize,
     synthetic_observation,
 )
@@ -43,6 +45,7 @@ from scratchpad.observations.validation import (
     line_range,
     metadata_json,
 )
+from scratchpad.vault.scrub import Scrubber, scrubber
 
 MAX_CONTEXT_LINES = 20
 MAX_GREP_MATCHES = 1000
@@ -103,13 +106,18 @@ class ObservationStore:
         metadata: dict[str, Any] | None,
         ttl_seconds: float | None,
     ) -> ObservationInfo:
-        """Write one entry; its description, built here rather than read back."""
+        """Write one entry; its description, built here rather than read back. Text and
+        metadata are scrubbed of secrets first (bytes are stored as they are)."""
         check_put(content, turn_id, step_num, tool, metadata, ttl_seconds)
+        if isinstance(content, str):
+            content = scrubber().scrub(content)
+        if metadata:
+            metadata = scrubber().scrub_data(metadata)
         prepared = prepare(content, self.chunk_bytes)
         metadata_text = metadata_json(metadata)
         now = time.time()
         ttl = ttl_seconds if ttl_seconds is not None else self.settings.observation_ttl_s
-        summary = _storable(summarize(content if isinstance(content, str) else bytes(content)))
+        summary = storable(summarize(content if isinstance(content, str) else bytes(content)))
         info = ObservationInfo(
             secrets.token_hex(8),
             turn_id,
@@ -160,6 +168,12 @@ class ObservationStore:
             cursor = connection.execute("DELETE FROM entries WHERE expires_at <= ?", (time.time(),))
             return cursor.rowcount
 
+    def rescrub(self, scrub: Scrubber | None = None) -> RescrubCounts:
+        """Scrub every stored text entry again (a secret was added or rotated): an entry whose
+        content or metadata changes is rewritten in one transaction, keeping its id, turn and
+        expiry. Runs for as long as the store is large: call it on a worker thread."""
+        return rescrub_entries(self._pool, scrub or scrubber(), self.chunk_bytes)
+
     def offload(
         self,
         observation: dict[str, Any],
@@ -176,6 +190,7 @@ class ObservationStore:
         if size <= threshold:
             return observation
         content, metadata = split_observation(observation, threshold)
+        metadata = scrubber().scrub_data(metadata)  # it goes back to the model too
         stored_metadata = {"ok": observation["ok"], **metadata} if "ok" in observation else metadata
         info = self._insert(content, turn_id, step_num, tool, stored_metadata, None)
         return synthetic_observation(
@@ -385,8 +400,3 @@ def _is_inline(connection: sqlite3.Connection, entry_id: str) -> bool:
         "SELECT content IS NOT NULL FROM entries WHERE id = ?", (entry_id,)
     ).fetchone()
     return bool(row and row[0])
-
-
-def _storable(text: str) -> str:
-    """Text SQLite accepts: lone surrogates (from undecodable tool output) are escaped."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")

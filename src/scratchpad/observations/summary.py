@@ -18,13 +18,26 @@ def summarize(content: str | bytes) -> str:
     if not isinstance(content, str):
         digest = hashlib.sha256(content).hexdigest()
         return f"[BINARY: {len(content)} bytes, sha256={digest}]"
-    if len(content) <= 2 * SUMMARY_EDGE_CHARS:
-        return content
-    omitted = len(content) - 2 * SUMMARY_EDGE_CHARS
-    return (
-        f"{content[:SUMMARY_EDGE_CHARS]}[... {omitted} characters omitted ...]"
-        f"{content[-SUMMARY_EDGE_CHARS:]}"
+    return summarize_edges(
+        content[: 2 * SUMMARY_EDGE_CHARS], content[-SUMMARY_EDGE_CHARS:], len(content)
     )
+
+
+def summarize_edges(head: str, tail: str, total: int) -> str:
+    """The summary of a text of ``total`` characters from its first 1000 and last 500 (what
+    :func:`summarize` keeps, for text read as a stream)."""
+    if total <= 2 * SUMMARY_EDGE_CHARS:
+        return head
+    omitted = total - 2 * SUMMARY_EDGE_CHARS
+    return (
+        f"{head[:SUMMARY_EDGE_CHARS]}[... {omitted} characters omitted ...]"
+        f"{tail[-SUMMARY_EDGE_CHARS:]}"
+    )
+
+
+def storable(text: str) -> str:
+    """Text SQLite accepts: lone surrogates (from undecodable tool output) are escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def serialized_size(observation: dict[str, Any]) -> int:

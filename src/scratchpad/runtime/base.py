@@ -76,6 +76,13 @@ class ScratchpadRuntime(ABC):
         pad); a local pad's kernel belongs to this process, so it is closed."""
         await self.close()
 
+    async def rescrub(self) -> tuple[int, bool]:
+        """Scrub the recorded cells again with the process's scrubber (a secret was added):
+        those in memory, in place, and the history file. How many cells in memory changed,
+        and whether the file did. A pad whose cells live elsewhere (a remote pad: its server
+        scrubs them) has nothing to do here."""
+        return 0, False
+
     @abstractmethod
     async def cancel(self, cell_id: str | None = None) -> bool:
         """Cancel cell ``cell_id``: a queued one is removed and never runs, a running one is

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from scratchpad.fsutil import atomic_write_bytes
@@ -97,6 +98,19 @@ class CellHistory:
                 log.warning("%s: could not rewrite the history: %s", self.path, exc)
                 return
             self.size = len(data)
+
+    def rescrub(self, rewrite: Callable[[Path], bool]) -> bool:
+        """Rewrite the file through ``rewrite`` (which scrubs it again, atomically, and says
+        whether it changed) under this history's lock; the next append opens the new file."""
+        with self._lock:
+            self._close_fd()  # an O_APPEND descriptor would keep writing to the old file
+            try:
+                changed = rewrite(self.path)
+            except FileNotFoundError:  # cleared (a reset) meanwhile
+                return False
+            if changed:
+                self.size = self.path.stat().st_size
+            return changed
 
     def clear(self) -> None:
         with self._lock:

@@ -35,7 +35,8 @@ from scratchpad.runtime.history import CellHistory, fold
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.proctree import new_tag
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
-from scratchpad.vault.scrub import register
+from scratchpad.vault.rescrub import rescrub_recorded
+from scratchpad.vault.scrub import register, scrubber
 
 log = logging.getLogger(__name__)
 DEATHS_BEFORE_FULL_RESET = 2
@@ -82,6 +83,7 @@ class LocalRuntime(ScratchpadRuntime):
         self._loaded = False
         self._by_id: dict[str, Cell] | None = None  # recorded cells, once a submit names one
         self._background: set[asyncio.Task[Cell]] = set()
+        self._rewriting = asyncio.Lock()  # a fold of the history, or a re-scrub
 
     @property
     def cells(self) -> list[Cell]:
@@ -350,10 +352,16 @@ class LocalRuntime(ScratchpadRuntime):
         else:
             over = await asyncio.to_thread(self._history.append, cell)
         if over:
-            cells = list(self.cells)
-            folded = await asyncio.to_thread(fold, cells, self.settings.history_max_bytes // 2)
-            self.cells = folded + self.cells[len(cells) :]  # with any recorded meanwhile
-            await asyncio.to_thread(self._history.rewrite, self.cells)
+            async with self._rewriting:
+                cells = list(self.cells)
+                folded = await asyncio.to_thread(fold, cells, self.settings.history_max_bytes // 2)
+                self.cells = folded + self.cells[len(cells) :]  # with any recorded meanwhile
+                await asyncio.to_thread(self._history.rewrite, self.cells)
+
+    async def rescrub(self) -> tuple[int, bool]:
+        async with self._rewriting:  # not while a fold writes cells from before
+            cells = self._cells if self._loaded else []
+            return await rescrub_recorded(cells, self._history, scrubber())
 
     async def _after_kill(self, run: CellRun) -> None:
         """The ladder killed the kernel: start a fresh one so the pad stays usable."""

@@ -19,6 +19,8 @@ from scratchpad.runtime.cellqueue import remember
 from scratchpad.runtime.history import count_cells
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.names import dir_name, is_pad_dir_name, validate_pad_name
+from scratchpad.vault.rescrub import RescrubReport, rescrub_home, rescrub_lines
+from scratchpad.vault.scrub import scrubber
 from scratchpad.vault.sources import register_process_secrets
 
 if TYPE_CHECKING:
@@ -150,7 +152,9 @@ class ScratchpadManager:
         if vault is not None:
             vault.subscribe(self._vault_changed)
         self._loop: asyncio.AbstractEventLoop | None = None  # where pads run (for rotations)
-        self._rotations: set[asyncio.Task[None]] = set()
+        self._rotations: set[asyncio.Task[None]] = set()  # vault changes being applied
+        self._rescrubbing = asyncio.Lock()
+        self._scrubbed_version = scrubber().version
         self._pads: dict[str, ScratchpadRuntime] = {}
         self._starting: dict[str, asyncio.Task[ScratchpadRuntime]] = {}
         self._stopping: dict[str, asyncio.Future[None]] = {}
@@ -342,6 +346,60 @@ class ScratchpadManager:
         results = await asyncio.gather(*closing, return_exceptions=True)
         _log_failures("closing", pads, results)
 
+    async def rescrub(self) -> RescrubReport:
+        """Scrub everything the home stores again with the process's scrubber; call it when a
+        secret was added or rotated. Running pads scrub their cells in memory and rewrite
+        their histories under the history's own lock; stopped pads' histories, the
+        observation store and the session files are rewritten on a worker thread, and a
+        stopped pad waits to start until that is done."""
+        names = await asyncio.to_thread(self.names_on_disk)
+        while self._stopping:  # a pad still closing writes its last cells first
+            await asyncio.wait(list(self._stopping.values()))
+        pads = [pad for pad in self._pads.values() if not pad.closed]
+        starting = list(self._starting.values())
+        held = [name for name in names if name not in self._pads and name not in self._starting]
+        guard = asyncio.get_running_loop().create_future()
+        for name in held:
+            self._stopping[name] = guard  # _start waits for it
+        paths = {pad_root(self.settings, name) / "history.jsonl" for name in held}
+        scrub = scrubber()
+        try:
+            running = await self._rescrub_running(pads, starting)
+            report = await asyncio.to_thread(
+                rescrub_home,
+                self.settings.home,
+                histories=lambda path: rescrub_lines(path, scrub) if path in paths else None,
+                observations=self.settings.observations_path,
+                scrub=scrub,
+            )
+        finally:
+            guard.set_result(None)
+            for name in held:
+                if self._stopping.get(name) is guard:
+                    del self._stopping[name]
+        for name, outcome in running:
+            if isinstance(outcome, OSError):
+                log.warning("could not scrub the history of pad %r again: %s", name, outcome)
+                report.failed.append(name)
+            else:
+                report.cells_changed += outcome[0]
+                report.count(outcome[1])
+        return report
+
+    async def _rescrub_running(
+        self, pads: list[ScratchpadRuntime], starting: list[asyncio.Task[ScratchpadRuntime]]
+    ) -> list[tuple[str, tuple[int, bool] | OSError]]:
+        for task in starting:
+            with contextlib.suppress(Exception):
+                pads.append(await asyncio.shield(task))
+        outcomes: list[tuple[str, tuple[int, bool] | OSError]] = []
+        for pad in pads:
+            try:
+                outcomes.append((pad.name, await pad.rescrub()))
+            except OSError as exc:  # one pad's disk trouble must not stop the others
+                outcomes.append((pad.name, exc))
+        return outcomes
+
     async def cancel_all_running(self) -> None:
         await asyncio.gather(*(pad.cancel() for pad in self._pads.values() if pad.busy))
 
@@ -371,15 +429,21 @@ class ScratchpadManager:
         return describe_credentials(self.vault)
 
     def _vault_changed(self, event: str, engine: str, name: str) -> None:
-        """A vault listener (any thread): bring running pads up to date in the background."""
+        """A vault listener (any thread): bring running pads up to date in the background,
+        and when the scrubber learnt a new secret, scrub what the home already stores."""
         loop = self._loop
-        if loop is None or loop.is_closed() or not self._pads:
+        if loop is None:
+            with contextlib.suppress(RuntimeError):
+                loop = self._loop = asyncio.get_running_loop()
+        if loop is None or loop.is_closed():
             return
 
         def schedule() -> None:
-            task = loop.create_task(self.refresh_secrets((engine, name)))
-            self._rotations.add(task)
-            task.add_done_callback(self._rotations.discard)
+            if self._pads:
+                self._track(loop.create_task(self.refresh_secrets((engine, name))))
+            if scrubber().version != self._scrubbed_version:
+                self._scrubbed_version = scrubber().version
+                self._track(loop.create_task(self._rescrub_in_background()))
 
         try:
             in_loop = asyncio.get_running_loop() is loop
@@ -389,6 +453,16 @@ class ScratchpadManager:
             schedule()
         else:
             loop.call_soon_threadsafe(schedule)
+
+    def _track(self, task: asyncio.Task[None]) -> None:
+        self._rotations.add(task)
+        task.add_done_callback(self._rotations.discard)
+
+    async def _rescrub_in_background(self) -> None:
+        async with self._rescrubbing:  # one at a time; a later one sees every secret
+            report = await self.rescrub()
+        if report.failed:
+            log.warning("scrubbing stored text again failed for: %s", ", ".join(report.failed))
 
     async def refresh_secrets(self, changed: tuple[str, str] | None = None) -> None:
         """Give every running local pad its current vault variables without a restart (a

@@ -122,6 +122,15 @@ class Scrubber:
         self._longest = 0
         self.version = 0  # grows with every change (callers re-scrub stored text on it)
 
+    def reset(self) -> None:
+        """Forget every secret (for tests only: a process never forgets one otherwise)."""
+        with self._lock:
+            self._labels.clear()
+            self._pattern = re.compile(_KEY_SHAPED)
+            self._prefixes = frozenset()
+            self._longest = 0
+            self.version += 1
+
     def add(self, value: str, name: str | None = None) -> bool:
         """Register a secret; False (and nothing kept) when it is too short to be one."""
         if not is_secret_length(value):
