@@ -40,6 +40,7 @@ KEY_SHAPES = (
     r"(?:AKIA|ASIA)[0-9A-Z]{16}",
 )
 _KEY_SHAPED = "(?:" + "|".join(KEY_SHAPES) + ")"  # no look-behind: it would slow every search
+_KEY_FIRSTS = "sAgx"  # what KEY_SHAPES start with
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _TRAILING_WORD = re.compile(rf"[A-Za-z0-9_\-]{{1,{HELD_WORD_CHARS}}}\Z")
 
@@ -117,19 +118,17 @@ class Scrubber:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._labels: dict[str, str] = {}  # each form of each secret → its replacement
-        self._pattern = re.compile(_KEY_SHAPED)
+        self._pattern: re.Pattern[str]
         self._prefixes: frozenset[str] = frozenset()
         self._longest = 0
         self.version = 0  # grows with every change (callers re-scrub stored text on it)
+        self._rebuild()
 
     def reset(self) -> None:
         """Forget every secret (for tests only: a process never forgets one otherwise)."""
         with self._lock:
             self._labels.clear()
-            self._pattern = re.compile(_KEY_SHAPED)
-            self._prefixes = frozenset()
-            self._longest = 0
-            self.version += 1
+            self._rebuild()
 
     def add(self, value: str, name: str | None = None) -> bool:
         """Register a secret; False (and nothing kept) when it is too short to be one."""
@@ -160,7 +159,11 @@ class Scrubber:
     def _rebuild(self) -> None:
         forms = list(self._labels)
         literal = trie_pattern(forms)
-        self._pattern = re.compile(f"{literal}|{_KEY_SHAPED}" if literal else _KEY_SHAPED)
+        # A class of the possible first characters up front lets the engine skip the
+        # positions where nothing can start in C, instead of trying every branch there.
+        firsts = "".join(sorted({form[0] for form in forms} | set(_KEY_FIRSTS)))
+        body = f"{literal}|{_KEY_SHAPED}" if literal else _KEY_SHAPED
+        self._pattern = re.compile(f"(?=[{re.escape(firsts)}])(?:{body})")
         self._prefixes = frozenset(form[:i] for form in forms for i in range(1, len(form)))
         self._longest = max(map(len, forms), default=0)
         self.version += 1
