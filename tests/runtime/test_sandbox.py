@@ -280,3 +280,19 @@ async def test_a_replaced_interpreter_is_never_started(own_home: ScratchpadRunti
     await own_home.reset()
     after = await own_home.execute("import os\nos.path.exists('forged.txt')")
     assert after.result == "False"
+
+
+@landlock
+async def test_a_refusal_by_the_sandbox_says_where_the_pad_may_write(
+    own_home: ScratchpadRuntime, tmp_path: Path
+) -> None:
+    outside = tmp_path / "not-the-workspace"
+    outside.mkdir()
+    cell = await own_home.execute(f"open({str(outside / 'x.txt')!r}, 'w')")
+    assert cell.status == "error"
+    assert "PermissionError" in (cell.error or "")
+    assert "this pad runs sandboxed" in (cell.error or "")
+    other = await own_home.execute("raise PermissionError('not from the sandbox?')")
+    assert "runs sandboxed" in (other.error or "")  # any PermissionError: it may be the cause
+    plain = await own_home.execute("1 / 0")
+    assert "sandboxed" not in (plain.error or "")

@@ -348,7 +348,8 @@ def set_environ(changes: object) -> None:
 
 
 def format_exception(exc: BaseException) -> str:
-    """The traceback of a cell's exception without the kernel's own frames."""
+    """The traceback of a cell's exception without the kernel's own frames (and, for a
+    refusal by the sandbox, a note saying where the pad may write)."""
     import traceback
 
     _flush_sources()
@@ -357,7 +358,10 @@ def format_exception(exc: BaseException) -> str:
     summary.stack = traceback.StackSummary.from_list(
         [frame for frame in summary.stack if frame.filename not in own]
     )
-    return "".join(summary.format())
+    text = "".join(summary.format())
+    if SANDBOXED and isinstance(exc, PermissionError):
+        text += SANDBOX_NOTE
+    return text
 
 
 def which_installed(names: object) -> list[str]:
@@ -441,6 +445,14 @@ def guard_process(parent_pid: object) -> None:
         os._exit(1)  # the parent died before the death signal was armed
 
 
+SANDBOXED = False  # set once the Landlock rules hold
+SANDBOX_NOTE = (
+    "Note: this pad runs sandboxed. It may write in its working directory (where that holds "
+    "the Scratchpad home: in its subdirectories and existing files only), its temp directory "
+    "($TMPDIR) and its venv, and read everything but the Scratchpad home.\n"
+)
+
+
 def apply_sandbox(spec: object, ctrl_out: int) -> str:
     """Restrict this process with the ruleset the server built (see sandbox.py), before any
     code the pad can change runs: "landlock", "off", or why it failed. When the server
@@ -455,6 +467,8 @@ def apply_sandbox(spec: object, ctrl_out: int) -> str:
             protocol.write_all(ctrl_out, protocol.encode({"type": "refused", "error": error}))
             os._exit(3)
         return f"failed: {exc}"
+    global SANDBOXED
+    SANDBOXED = True
     return "landlock"
 
 
