@@ -129,6 +129,11 @@ class CappedOutput:
                 del self.tail[: len(self.tail) - self.tail_cap]
         return streamed
 
+    def end_stream(self) -> str:
+        """What the streamed text still lacks at the end (an unfinished UTF-8 sequence as
+        U+FFFD, as :meth:`text` has it)."""
+        return "" if self._decoder is None else self._decoder.decode(b"", final=True)
+
     @property
     def dropped(self) -> int:
         return max(0, self.total - len(self.head) - min(len(self.tail), self.tail_cap))

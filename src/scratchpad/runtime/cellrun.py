@@ -36,7 +36,7 @@ from scratchpad.runtime.cell import (
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.runtime.timeouts import Timeouts
 from scratchpad.text import clean_data, clean_text, cut_middle
-from scratchpad.vault.scrub import StreamScrubber, scrub, scrub_bundle, scrubber
+from scratchpad.vault.scrub import scrub, scrub_bundle, scrubber
 
 StopReason = Literal["timeout", "inactivity", "cancelled", "aborted"]
 MESSAGE_CAP = 4_000  # characters of one progress message or note
@@ -73,14 +73,12 @@ class CellRun:
         self.grace = grace
         self.on_killed = on_killed
         self.on_finished = on_finished
-        self.stdout = CappedOutput(caps.output_bytes)
-        self.stderr = CappedOutput(caps.output_bytes)
+        self.channels: dict[Literal["stdout", "stderr"], Channel] = {
+            "stdout": Channel(caps.output_bytes),
+            "stderr": Channel(caps.output_bytes),
+        }
         self.logs: CappedItems[str] = CappedItems(caps.logs_chars, len)
         self.displays: CappedItems[dict[str, Any]] = CappedItems(caps.display_bytes, bundle_size)
-        self._streams: dict[Literal["stdout", "stderr"], StreamScrubber] = {
-            "stdout": scrubber().stream(),
-            "stderr": scrubber().stream(),
-        }
         for note in notes:  # bounded where they are made (late output keeps 64 KiB)
             self.logs.append(note)
         self.finished = False
@@ -136,7 +134,7 @@ class CellRun:
         """
         items = await self._next_items()
         if self.finished:  # what the stream scrubbers held back goes out before the cell
-            held = [OutputEvent(kind, stream.flush()) for kind, stream in self._streams.items()]
+            held = [OutputEvent(kind, channel.held) for kind, channel in self.channels.items()]
             items = [item for item in held if item.text] + items
         return items
 
@@ -155,9 +153,7 @@ class CellRun:
             return await self._on_message(payload)
         if kind == "exit":
             return [await self._end(self._exited())]
-        buffer = self.stdout if kind == "stdout" else self.stderr
-        streamed = buffer.append(payload)  # None once past the head: no longer streamed
-        text = self._streams[kind].feed(streamed) if streamed else ""  # type: ignore[index]
+        text = self.channels[kind].append(payload)  # type: ignore[index]
         return [OutputEvent(kind, text)] if text else []  # type: ignore[arg-type]
 
     async def run_to_end(self) -> Cell:
@@ -338,12 +334,13 @@ class CellRun:
         cell = self.cell
         if self.finished:
             return cell
-        cell.stdout = scrub(self.stdout.text())
-        cell.stderr = scrub(self.stderr.text())
+        cell.stdout = self.channels["stdout"].finish()
+        cell.stderr = self.channels["stderr"].finish()
         cell.code, cell.error = scrub(cell.code), cell.error and scrub(cell.error)
         cell.description = scrub(cell.description)
         cell.result = None if cell.result is None else scrub(cell.result)
-        for name, buffer in (("stdout", self.stdout), ("stderr", self.stderr)):
+        for name, channel in self.channels.items():
+            buffer = channel.buffer
             if buffer.dropped:
                 self.logs.append(
                     f"{name}: {buffer.total} bytes written, "
@@ -362,6 +359,33 @@ class CellRun:
         self.on_finished(self)
         self.done_event.set()
         return cell
+
+
+class Channel:
+    """One output stream of a cell: its bytes (head + tail kept) and its text scrubbed as it
+    streams. When all of it streamed, the scrubbed pieces are the cell's text: one scrub
+    per byte, not two."""
+
+    def __init__(self, cap: int) -> None:
+        self.buffer = CappedOutput(cap)
+        self.held = ""  # what the scrubber still held when the stream ended
+        self._stream = scrubber().stream()
+        self._pieces: list[str] = []
+
+    def append(self, data: bytes) -> str:
+        """Keep ``data``; the scrubbed text to stream now (none once past the head)."""
+        streamed = self.buffer.append(data)
+        text = self._stream.feed(streamed) if streamed else ""
+        if text:
+            self._pieces.append(text)
+        return text
+
+    def finish(self) -> str:
+        """End the stream (its held tail goes to :attr:`held`); the whole scrubbed text."""
+        self.held = self._stream.feed(self.buffer.end_stream()) + self._stream.flush()
+        if self.buffer.tail:  # past the head: the kept text is not what streamed
+            return scrub(self.buffer.text())
+        return "".join(self._pieces) + self.held
 
 
 def _log_text(logs: CappedItems[str]) -> str:

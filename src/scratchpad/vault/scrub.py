@@ -29,18 +29,18 @@ MIN_SECRET_CHARS = 6
 REDACTED = "[REDACTED]"
 HELD_WORD_CHARS = 256  # a trailing run of key characters held back by a stream, at most
 
-# Key shapes caught whether registered or not (a letter or digit before them is no start).
+# Key shapes caught whether registered or not (a letter or digit before them is no start), as
+# (literal start, the rest as a pattern): the starts go into the trie of known forms.
 KEY_SHAPES = (
-    r"sk-ant-[A-Za-z0-9_\-]{16,}",
-    r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
-    r"AIza[0-9A-Za-z_\-]{30,}",
-    r"gh[pousr]_[A-Za-z0-9]{30,}",
-    r"github_pat_[A-Za-z0-9_]{22,}",
-    r"xox[abpr]-[A-Za-z0-9\-]{10,}",
-    r"(?:AKIA|ASIA)[0-9A-Z]{16}",
+    ("sk-ant-", r"[A-Za-z0-9_\-]{16,}"),
+    ("sk-", r"(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    ("AIza", r"[0-9A-Za-z_\-]{30,}"),
+    ("gh", r"[pousr]_[A-Za-z0-9]{30,}"),
+    ("github_pat_", r"[A-Za-z0-9_]{22,}"),
+    ("xox", r"[abpr]-[A-Za-z0-9\-]{10,}"),
+    ("AKIA", r"[0-9A-Z]{16}"),
+    ("ASIA", r"[0-9A-Z]{16}"),
 )
-_KEY_SHAPED = "(?:" + "|".join(KEY_SHAPES) + ")"  # no look-behind: it would slow every search
-_KEY_FIRSTS = "sAgx"  # what KEY_SHAPES start with
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _TRAILING_WORD = re.compile(rf"[A-Za-z0-9_\-]{{1,{HELD_WORD_CHARS}}}\Z")
 
@@ -76,18 +76,30 @@ def _base64_cores(raw: bytes, encode: Callable[[bytes], bytes]) -> set[str]:
     return cores
 
 
-def trie_pattern(words: Iterable[str]) -> str:
-    """One regular expression matching any of ``words``, longest first, with common prefixes
-    shared (an alternation of many literals would try each at every position)."""
+_TAILS = "tails"  # a trie node's patterns (its other keys: one character, or "" for an end)
+
+
+def trie_pattern(words: Iterable[str], tails: Iterable[tuple[str, str]] = ()) -> str:
+    """One regular expression matching any of ``words`` (longest first) or any ``(start,
+    pattern)`` of ``tails``, with common starts shared. Every alternative at the top begins
+    with a literal character, so the engine skips in C the positions where nothing can start
+    (an alternation of many literals would try each one at every position)."""
     trie: dict[str, Any] = {}
-    for word in words:
+
+    def node_of(start: str) -> dict[str, Any]:
         node = trie
-        for char in word:
+        for char in start:
             node = node.setdefault(char, {})
-        node[""] = {}
+        return node
+
+    for word in words:
+        node_of(word)[""] = {}
+    for start, pattern in tails:
+        node_of(start).setdefault(_TAILS, []).append(pattern)
 
     def build(node: dict[str, Any]) -> str:
-        branches = [re.escape(char) + build(child) for char, child in node.items() if char]
+        branches = [re.escape(ch) + build(child) for ch, child in node.items() if len(ch) == 1]
+        branches += node.get(_TAILS, [])  # a known form wins over a key shape
         if not branches:
             return ""
         if len(branches) == 1 and "" not in node:
@@ -158,12 +170,7 @@ class Scrubber:
 
     def _rebuild(self) -> None:
         forms = list(self._labels)
-        literal = trie_pattern(forms)
-        # A class of the possible first characters up front lets the engine skip the
-        # positions where nothing can start in C, instead of trying every branch there.
-        firsts = "".join(sorted({form[0] for form in forms} | set(_KEY_FIRSTS)))
-        body = f"{literal}|{_KEY_SHAPED}" if literal else _KEY_SHAPED
-        self._pattern = re.compile(f"(?=[{re.escape(firsts)}])(?:{body})")
+        self._pattern = re.compile(trie_pattern(forms, KEY_SHAPES))
         self._prefixes = frozenset(form[:i] for form in forms for i in range(1, len(form)))
         self._longest = max(map(len, forms), default=0)
         self.version += 1
