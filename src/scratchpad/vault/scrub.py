@@ -258,10 +258,14 @@ def scrub(text: str) -> str:
     return _SCRUBBER.scrub(text)
 
 
+BINARY_IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"})
+
+
 def scrub_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
-    """A display's mime bundle with its text scrubbed; images are left as they are."""
+    """A display's mime bundle with its text scrubbed, mime names included; base64 images
+    are left as they are (an SVG is text and is scrubbed)."""
     return {
-        mime: value if mime.startswith("image/") else _SCRUBBER.scrub_data(value)
+        _SCRUBBER.scrub(mime): value if mime in BINARY_IMAGE_MIMES else _SCRUBBER.scrub_data(value)
         for mime, value in bundle.items()
     }
 
