@@ -78,7 +78,8 @@ def _base64_cores(raw: bytes, encode: Callable[[bytes], bytes]) -> set[str]:
 
 def trie_pattern(words: Iterable[str]) -> str:
     """One regular expression matching any of ``words``, longest first, with common prefixes
-    shared (an alternation of many literals would try each at every position)."""
+    shared (an alternation of many literals would try each at every position). Built without
+    recursion: a secret may be thousands of characters long (a private key)."""
     trie: dict[str, Any] = {}
     for word in words:
         node = trie
@@ -86,15 +87,31 @@ def trie_pattern(words: Iterable[str]) -> str:
             node = node.setdefault(char, {})
         node[""] = {}
 
-    def build(node: dict[str, Any]) -> str:
-        branches = [re.escape(char) + build(child) for char, child in node.items() if char]
-        if not branches:
-            return ""
-        if len(branches) == 1 and "" not in node:
-            return branches[0]
-        return "(?:" + "|".join(branches) + ")" + ("?" if "" in node else "")
+    def chain(char: str, child: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The literal along a run of single children, and the node where it branches."""
+        literal = [char]
+        while len(child) == 1 and "" not in child:
+            ((char, child),) = child.items()
+            literal.append(char)
+        return re.escape("".join(literal)), child
 
-    return build(trie)
+    built: dict[int, str] = {}
+    stack: list[tuple[dict[str, Any], bool]] = [(trie, False)]
+    while stack:
+        node, children_built = stack.pop()
+        branches = [chain(char, child) for char, child in node.items() if char]
+        if not children_built:
+            stack.append((node, True))
+            stack.extend((end, False) for _, end in branches)
+            continue
+        parts = [literal + built.pop(id(end)) for literal, end in branches]
+        if not parts:
+            built[id(node)] = ""
+        elif len(parts) == 1 and "" not in node:
+            built[id(node)] = parts[0]
+        else:
+            built[id(node)] = "(?:" + "|".join(parts) + ")" + ("?" if "" in node else "")
+    return built[id(trie)]
 
 
 def is_secret_length(value: object) -> bool:
