@@ -99,3 +99,29 @@ def test_with_a_running_server_the_cli_goes_through_it_and_pads_rotate(
     assert again.returncode == 0, again.stderr
     after = scratchpad("exec", "p", f"(os.getpid() == pid, {read} == {rotated!r})")
     assert "(True, True)" in after.stdout, after.stdout + after.stderr
+
+
+def test_a_long_secret_such_as_a_private_key_is_saved_shown_and_scrubbed(
+    hermetic_env: Path,
+) -> None:
+    """A PEM key or a service-account JSON runs to thousands of characters: saving it, listing
+    the vault and printing it from a pad all work (no RecursionError), and it is scrubbed."""
+    body = "".join(f"{n:04d}MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" for n in range(80))  # 2,880 chars
+    key = f"-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----"
+    env = {**os.environ, "SCRATCHPAD_HOME": str(hermetic_env)}
+
+    def scratchpad(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "scratchpad.cli", *args]
+        return subprocess.run(command, env=env, input=stdin, capture_output=True, text=True,
+                              timeout=90)  # fmt: skip
+
+    added = scratchpad("vault", "add", "gcp", "svc", "--stdin", stdin=json.dumps({"key": key}))
+    assert added.returncode == 0, added.stderr[-500:]
+    listed = scratchpad("vault", "ls")
+    assert listed.returncode == 0 and "gcp" in listed.stdout, listed.stderr[-500:]
+    ran = scratchpad("exec", "p", "import os; print(os.environ['DS_GCP_SVC__KEY'])")
+    try:
+        assert ran.returncode == 0, ran.stderr[-500:]
+        assert "[DS_GCP_SVC__KEY]" in ran.stdout and body not in ran.stdout
+    finally:
+        scratchpad("server", "stop")

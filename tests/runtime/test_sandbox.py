@@ -296,3 +296,37 @@ async def test_a_refusal_by_the_sandbox_says_where_the_pad_may_write(
     assert "runs sandboxed" in (other.error or "")  # any PermissionError: it may be the cause
     plain = await own_home.execute("1 / 0")
     assert "sandboxed" not in (plain.error or "")
+
+
+PEEK_AT_THE_SERVER = """
+import os
+try:
+    seen = open(f"/proc/{os.getppid()}/environ", "rb").read()
+except PermissionError:
+    seen = b""
+status = open("/proc/self/status").read()
+print("verdict:", "readable" if b"SCRATCHPAD_API_KEY" in seen else "hidden")
+held = [line for line in status.splitlines() if line.startswith("Cap") and int(line[7:], 16)]
+print("capabilities:", held or "none")
+"""
+
+
+@landlock
+def test_a_cell_cannot_read_the_environment_of_its_server(tmp_path: Path) -> None:
+    """/proc/<server>/environ holds the server's keys: a pad must not read it, not even when
+    the server runs as root (a pad keeps no capability: CAP_SYS_ADMIN or CAP_PERFMON would
+    let it read the environment of a process outside its Landlock domain)."""
+    from tests.server_helpers import running_server
+
+    key = "server-environ-key-0123456789"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with running_server(tmp_path / "home", workspace, key) as (url, _process):
+        answer = httpx.post(
+            f"{url}/scratchpad/execute-stream",
+            json={"name": "peek", "code": PEEK_AT_THE_SERVER},
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=60,
+        )
+    assert "verdict: hidden" in answer.text, answer.text
+    assert "capabilities: none" in answer.text, answer.text

@@ -226,3 +226,36 @@ def test_server_log_records_are_scrubbed(tmp_path: Path) -> None:
     assert "connecting with [DS_X__TOKEN]" in done.stderr
     assert "ValueError: [DS_X__TOKEN]" in done.stderr
     assert secret not in done.stderr
+
+
+SVG_CELL = """
+token = "tok_9f8e7d6c5b4a3210fedcba98"
+
+class Shown:
+    def _repr_mimebundle_(self, *args, **kwargs):
+        return {
+            "image/svg+xml": "<svg><text>" + token + "</text></svg>",
+            "image/x-" + token: "AAAA",
+            "text/html": "<b>" + token + "</b>",
+        }
+
+display(Shown())
+"""
+
+
+async def test_text_images_and_mime_names_of_a_display_are_scrubbed(
+    pads: ScratchpadManager,
+) -> None:
+    pad = await pads.get_or_create("svg")
+    cell = await pad.execute(SVG_CELL)
+    assert cell.status == "ok", cell.error
+    outputs = {
+        "cell": json.dumps(cell.to_dict()),
+        "dump": pad.dump(),
+        "ipynb": json.dumps(pad.to_ipynb()),
+    }
+    found = {path: leaks(text) for path, text in outputs.items()}
+    assert found == {path: [] for path in outputs}
+    bundle = cell.outputs[0]
+    assert bundle["image/svg+xml"] == "<svg><text>[DS_HTTP_BILLING__TOKEN]</text></svg>"
+    assert "image/x-[DS_HTTP_BILLING__TOKEN]" in bundle

@@ -83,7 +83,8 @@ def trie_pattern(words: Iterable[str], tails: Iterable[tuple[str, str]] = ()) ->
     """One regular expression matching any of ``words`` (longest first) or any ``(start,
     pattern)`` of ``tails``, with common starts shared. Every alternative at the top begins
     with a literal character, so the engine skips in C the positions where nothing can start
-    (an alternation of many literals would try each one at every position)."""
+    (an alternation of many literals would try each one at every position). Built without
+    recursion: a secret may be thousands of characters long (a private key)."""
     trie: dict[str, Any] = {}
 
     def node_of(start: str) -> dict[str, Any]:
@@ -97,16 +98,32 @@ def trie_pattern(words: Iterable[str], tails: Iterable[tuple[str, str]] = ()) ->
     for start, pattern in tails:
         node_of(start).setdefault(_TAILS, []).append(pattern)
 
-    def build(node: dict[str, Any]) -> str:
-        branches = [re.escape(ch) + build(child) for ch, child in node.items() if len(ch) == 1]
-        branches += node.get(_TAILS, [])  # a known form wins over a key shape
-        if not branches:
-            return ""
-        if len(branches) == 1 and "" not in node:
-            return branches[0]
-        return "(?:" + "|".join(branches) + ")" + ("?" if "" in node else "")
+    def chain(char: str, child: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The literal along a run of single children, and the node where it branches."""
+        literal = [char]
+        while len(child) == 1 and len(next(iter(child))) == 1:
+            ((char, child),) = child.items()
+            literal.append(char)
+        return re.escape("".join(literal)), child
 
-    return build(trie)
+    built: dict[int, str] = {}
+    stack: list[tuple[dict[str, Any], bool]] = [(trie, False)]
+    while stack:
+        node, children_built = stack.pop()
+        branches = [chain(char, child) for char, child in node.items() if len(char) == 1]
+        if not children_built:
+            stack.append((node, True))
+            stack.extend((end, False) for _, end in branches)
+            continue
+        parts = [literal + built.pop(id(end)) for literal, end in branches]
+        parts += node.get(_TAILS, [])  # a known form wins over a key shape
+        if not parts:
+            built[id(node)] = ""
+        elif len(parts) == 1 and "" not in node:
+            built[id(node)] = parts[0]
+        else:
+            built[id(node)] = "(?:" + "|".join(parts) + ")" + ("?" if "" in node else "")
+    return built[id(trie)]
 
 
 def is_secret_length(value: object) -> bool:
@@ -265,10 +282,14 @@ def scrub(text: str) -> str:
     return _SCRUBBER.scrub(text)
 
 
+BINARY_IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"})
+
+
 def scrub_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
-    """A display's mime bundle with its text scrubbed; images are left as they are."""
+    """A display's mime bundle with its text scrubbed, mime names included; base64 images
+    are left as they are (an SVG is text and is scrubbed)."""
     return {
-        mime: value if mime.startswith("image/") else _SCRUBBER.scrub_data(value)
+        _SCRUBBER.scrub(mime): value if mime in BINARY_IMAGE_MIMES else _SCRUBBER.scrub_data(value)
         for mime, value in bundle.items()
     }
 

@@ -22,6 +22,8 @@ SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446  # x86_64 an
 CREATE_RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
 PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAPABILITY_VERSION_3 = 0x20080522
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1, 2, 4, 8
@@ -132,6 +134,36 @@ def restrict_self(ruleset: int) -> None:
             raise _fail("landlock_restrict_self")
     finally:
         os.close(ruleset)
+    drop_capabilities(libc)
+
+
+def drop_capabilities(libc: object) -> None:
+    """Give up every capability, for good (a pad the root user started would keep them all:
+    CAP_SYS_ADMIN or CAP_PERFMON reads /proc/<server>/environ past Landlock). Nothing to do
+    for an ordinary user."""
+    import ctypes
+
+    if _effective_capabilities() == 0:
+        return
+    for cap in range(64):  # the bounding set first (needs CAP_SETPCAP): exec cannot regain them
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # type: ignore[attr-defined]
+            raise _fail(f"prctl(PR_CAPBSET_DROP, {cap})")
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # type: ignore[attr-defined]
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable; twice (64 bits)
+    if libc.capset(header, data) != 0:  # type: ignore[attr-defined]
+        raise _fail("capset")
+
+
+def _effective_capabilities() -> int:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def main(argv: list[str]) -> int:
