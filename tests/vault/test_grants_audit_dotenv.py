@@ -76,3 +76,25 @@ def test_dotenv_shapes() -> None:
         "D=bare # comment\nnot a line\nE='unclosed\n"
     )
     assert parse(text) == {"A": "1", "B": "single # kept", "C": "dq \n line", "D": "bare"}
+
+
+def test_only_dotenv_values_that_hold_secrets_are_scrubbed() -> None:
+    from scratchpad.vault.dotenv import secrets_of
+
+    env = {
+        "MODE": "production",
+        "HOST": "localhost",
+        "DB_NAME": "analytics",
+        "API_HOST": "api.example.com",
+        "SLACK_TOKEN": "plain-words-token",
+        "DATABASE_URL": "postgres://app:Hunter2-pw@db:5432/app",
+        "SIGNING": "a8Fq02kLmZ7xWq91bN3c",
+    }
+    assert sorted(secrets_of(env)) == sorted(
+        [
+            ("plain-words-token", "SLACK_TOKEN"),
+            ("postgres://app:Hunter2-pw@db:5432/app", "DATABASE_URL"),
+            ("Hunter2-pw", "DATABASE_URL"),
+            ("a8Fq02kLmZ7xWq91bN3c", "SIGNING"),
+        ]
+    )

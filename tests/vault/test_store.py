@@ -194,3 +194,12 @@ def test_a_failing_keyring_falls_back_to_the_key_file(settings: Settings) -> Non
     Vault(settings, keyring=BrokenKeyring()).save("x", "y", {"password": SECRET})
     assert (settings.home / KEY_FILE).exists()
     assert Vault(settings, keyring=None).load("x", "y")["password"] == SECRET
+
+
+def test_a_huge_value_is_refused_saying_the_limit(tmp_path: Path) -> None:
+    from scratchpad.vault.records import MAX_VALUE_CHARS
+
+    vault = Vault(Settings(home=tmp_path / "h"), keyring=None)
+    with pytest.raises(InvalidInputError, match=f"at most {MAX_VALUE_CHARS}"):
+        vault.save("http", "big", {"token": "t" * (MAX_VALUE_CHARS + 1)})
+    assert vault.list() == []

@@ -12,11 +12,38 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from scratchpad.vault.names import looks_secret
 
 log = logging.getLogger(__name__)
 ENV_FILE = ".env"
 LINE_RE = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*")
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+
+
+TOKEN_LIKE = re.compile(r"(?=[^\s]*[0-9])(?=[^\s]*[A-Za-z])[^\s]{16,}")
+
+
+def secrets_of(env: dict[str, str]) -> list[tuple[str, str]]:
+    """(value, variable) of the variables that hold secrets: named like one (password,
+    token, key, ...), a URL's password, or a long token of letters and digits. Plain settings
+    (``MODE=production``, ``HOST=localhost``) are not: they would redact ordinary words."""
+    found = []
+    for name, value in env.items():
+        if looks_secret(name) or TOKEN_LIKE.fullmatch(value):
+            found.append((value, name))
+        password = _url_password(value)
+        if password:
+            found += [(value, name), (password, name)]
+    return list(dict.fromkeys(found))
+
+
+def _url_password(value: str) -> str | None:
+    try:
+        return urlsplit(value).password if "://" in value else None
+    except ValueError:
+        return None
 
 
 def parse(text: str, source: str = ".env") -> dict[str, str]:

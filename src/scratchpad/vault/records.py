@@ -31,6 +31,9 @@ KEEP = "********"
 Record = dict[str, Any]
 
 
+MAX_VALUE_CHARS = 64 * 1024  # every secret's forms go into the scrubber's one pattern
+
+
 def problems(
     engine: object,
     name: object,
@@ -70,6 +73,11 @@ def _value_problems(field: str, value: object, secret: bool, stored: bool) -> li
         kind = type(value).__name__
         return [f"field {field!r}: the value must be text (or a number), not {kind}"]
     text = str(value)
+    if len(text) > MAX_VALUE_CHARS:
+        return [
+            f"field {field!r} has {len(text)} characters; a value may have at most "
+            f"{MAX_VALUE_CHARS} (keep large material such as files in the workspace)"
+        ]
     if text == KEEP and not stored:
         return [f"field {field!r} has no stored value to keep; give its value"]
     if secret and text not in (KEEP, "") and len(text.strip()) < MIN_SECRET_CHARS:

@@ -24,7 +24,7 @@ from scratchpad.errors import InvalidInputError, VaultError, VaultNotFoundError,
 from scratchpad.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, private_dir
 from scratchpad.vault import records
 from scratchpad.vault.audit import AuditLog, Event
-from scratchpad.vault.dotenv import ENV_FILE, read_env_file
+from scratchpad.vault.dotenv import ENV_FILE, read_env_file, secrets_of
 from scratchpad.vault.grants import Connection, Grants
 from scratchpad.vault.keys import Keyring, resolve_key, system_keyring
 from scratchpad.vault.names import (
@@ -179,9 +179,10 @@ class Vault:
         return self.settings.home / ENV_FILE
 
     def workspace_env(self) -> dict[str, str]:
-        """The variables of ``<home>/.env``, every value registered with the scrubber."""
+        """The variables of ``<home>/.env``; those holding secrets are registered with the
+        scrubber (see dotenv.secrets_of)."""
         env = read_env_file(self.env_file)
-        register((value, key) for key, value in env.items())
+        register(secrets_of(env))
         return env
 
     # -- changes ----------------------------------------------------------------------------
