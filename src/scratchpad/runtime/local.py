@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 
 from scratchpad.config import Settings
@@ -399,13 +399,19 @@ class LocalRuntime(ScratchpadRuntime):
         the pad's environment plus the server's UV_* settings (its index, offline mode)."""
         if not self._tmp.is_dir():
             self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
-        ruleset = await asyncio.to_thread(sandboxing.ruleset_for, self.settings, self._rules)
         env = sandboxing.installer_environment(os.environ, root=self.root, tmp=self._tmp)
         timeout = self.settings.install_timeout_s
-        try:
+        async with self._ruleset() as ruleset:
             if specs is None:
                 return await venv.restore(self.root, timeout, (ruleset, env))
             return await venv.install(self.root, specs, timeout, (ruleset, env))
+
+    @contextlib.asynccontextmanager
+    async def _ruleset(self) -> AsyncIterator[int | None]:
+        """The Landlock ruleset for a process of this pad (None: unsandboxed), closed after."""
+        ruleset = await asyncio.to_thread(sandboxing.ruleset_for, self.settings, self._rules)
+        try:
+            yield ruleset
         finally:
             if ruleset is not None:
                 os.close(ruleset)
@@ -480,14 +486,13 @@ class LocalRuntime(ScratchpadRuntime):
     async def _spawn(self) -> KernelProcess:
         """One kernel, sandboxed when the setting and this machine allow (see sandboxing)."""
         self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
-        ruleset = await asyncio.to_thread(sandboxing.ruleset_for, self.settings, self._rules)
         config: dict[str, object] = {
             "memory_limit_mb": self.settings.kernel_memory_limit_mb,
             "heartbeat_s": self.settings.heartbeat_s,
         }
-        if ruleset is not None:
-            config["sandbox"] = {"fd": ruleset, "require": self.settings.sandbox == "require"}
-        try:
+        async with self._ruleset() as ruleset:
+            if ruleset is not None:
+                config["sandbox"] = {"fd": ruleset, "require": self.settings.sandbox == "require"}
             kernel = await KernelProcess.spawn(
                 venv.venv_python(self.root),
                 cwd=self.cwd,
@@ -498,10 +503,7 @@ class LocalRuntime(ScratchpadRuntime):
                 tag=new_tag(str(self.settings.home)),
                 pass_fds=() if ruleset is None else (ruleset,),
             )
-        finally:
-            if ruleset is not None:
-                os.close(ruleset)
-        if ruleset is not None and kernel.ready.get("sandbox") != "landlock":
+        if "sandbox" in config and kernel.ready.get("sandbox") != "landlock":
             log.warning("pad %r runs unsandboxed: %s", self.name, kernel.ready.get("sandbox"))
         return kernel
 
