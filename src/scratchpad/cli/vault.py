@@ -223,7 +223,9 @@ def show_grants(pad: str, connections: list[tuple[str, str]]) -> None:
 
 @vault_app.command("audit", cls=Command)
 def audit(
-    limit: Annotated[int, typer.Option("--limit", metavar="N", help="Lines to show.")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", metavar="N", min=0, help="Lines to show (the last N).")
+    ] = 50,
 ) -> None:
     """The audit log: which pad got which connection, and every change (names only)."""
     for entry in with_vault(lambda v: v.audit(limit)):
