@@ -480,13 +480,23 @@ class LocalRuntime(ScratchpadRuntime):
     async def _spawn(self) -> KernelProcess:
         """One kernel, sandboxed when the setting and this machine allow (see sandboxing)."""
         self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
-        ruleset = await asyncio.to_thread(sandboxing.ruleset_for, self.settings, self._rules)
+        rules: list[sandboxing.Rule] = []
+
+        def kept_rules() -> list[sandboxing.Rule]:
+            rules.extend(self._rules())
+            return rules
+
+        ruleset = await asyncio.to_thread(sandboxing.ruleset_for, self.settings, kept_rules)
         config: dict[str, object] = {
             "memory_limit_mb": self.settings.kernel_memory_limit_mb,
             "heartbeat_s": self.settings.heartbeat_s,
         }
         if ruleset is not None:
-            config["sandbox"] = {"fd": ruleset, "require": self.settings.sandbox == "require"}
+            config["sandbox"] = {
+                "fd": ruleset,
+                "require": self.settings.sandbox == "require",
+                "listed": [path for path, mode in rules if mode == "list"],  # for its errors
+            }
         try:
             kernel = await KernelProcess.spawn(
                 venv.venv_python(self.root),
