@@ -191,6 +191,29 @@ async def test_scrub_hook_runs_on_results_and_logs(
     assert records[1]["result"] == "[output]\ntoken=[redacted]"
 
 
+async def test_the_saved_history_is_scrubbed_too(
+    manager: ScratchpadManager, store: ObservationStore
+) -> None:
+    """A secret the user typed, or the model wrote in a call or its answer, reaches the
+    history file only as its label (the model's context in memory keeps its words)."""
+    call = ToolCall(
+        "scratchpad",
+        {"action": "exec", "name": "main", "code": "# SECRET", "description": "SECRET"},
+    )
+    session, _ = session_for(
+        manager,
+        store,
+        [[call], "It is SECRET."],
+        scrub=lambda text: text.replace("SECRET", "[redacted]"),
+        session_id="history-scrubbed",
+    )
+    assert await session.turn("the key is SECRET") == "It is SECRET."
+    saved = session.files.history_path.read_text()
+    assert "SECRET" not in saved
+    assert saved.count("[redacted]") == 4
+    assert session.history[0].text == "the key is SECRET"
+
+
 async def test_an_interrupted_history_is_repaired(
     manager: ScratchpadManager, store: ObservationStore
 ) -> None:

@@ -77,6 +77,9 @@ def test_errors_are_one_line(hermetic_env: Path) -> None:
     assert short.exit_code == 2 and "at least 6" in short.stderr
     empty = runner.invoke(app, ["vault", "add", "pg"])
     assert empty.exit_code == 2 and "no fields given" in empty.stderr
+    negative = runner.invoke(app, ["vault", "audit", "--limit", "-3"])  # not HTTP words either
+    assert negative.exit_code == 2
+    assert negative.stderr.startswith("error: Invalid value for '--limit'")
 
 
 def test_with_a_running_server_the_cli_goes_through_it_and_pads_rotate(

@@ -30,6 +30,7 @@ from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.snapshots import cycle_key
 from scratchpad.observations import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.vault.scrub import register
 from tests.memory.helpers import RULES, fixed_clock, make_agent, moving_clock, reply
 from tests.process_helpers import process_gone
 
@@ -150,6 +151,26 @@ def test_without_rules_the_cycle_refuses_and_writes_nothing(tmp_path: Path) -> N
     with pytest.raises(AgentError, match=r"RULES\.md not found.*scratchpad agent init"):
         CycleAgent(tmp_path / "agent", model).run()
     assert not (tmp_path / "agent").exists()
+
+
+def test_the_cycle_log_and_outcome_line_hold_no_secret(tmp_path: Path) -> None:
+    """A secret the model wrote in a reply (or an error that quotes one) reaches the cycle's
+    log and ``cycles.jsonl`` as its label, as in every other log."""
+    register([("agent-s3cret-77", "DS_PG_PROD__PASSWORD")])
+    agent, _ = make_agent(
+        tmp_path,
+        [
+            reply("update_scratchpad", current_task="log in with agent-s3cret-77"),
+            reply("done", summary="used agent-s3cret-77"),
+        ],
+    )
+    result = agent.run()
+    assert result.outcome == "done"
+    paths = AgentPaths.of(tmp_path)
+    for path in (paths.cycle_log(result.cycle_id), paths.cycles_log):
+        text = path.read_text()
+        assert "agent-s3cret-77" not in text
+        assert "[DS_PG_PROD__PASSWORD]" in text
 
 
 # -- failure ---------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.names import dir_name, validate_pad_name
+from scratchpad.vault.scrub import register
 from tests.conftest import wait_until_busy
 
 
@@ -110,6 +111,17 @@ async def test_invalid_names_are_refused_before_touching_disk(
 ) -> None:
     with pytest.raises(InvalidPadNameError, match="invalid pad name"):
         await manager.get_or_create(name)  # type: ignore[arg-type]
+    assert not (manager.settings.home / "pads").exists()
+
+
+async def test_a_name_that_holds_a_secret_is_refused(manager: ScratchpadManager) -> None:
+    """A pad's name is shown everywhere unscrubbed (its directory, listings, the audit log),
+    so a new pad may not be named with a secret value."""
+    register([("hunter2-long-pw", "DS_REDIS_CACHE__PASSWORD")])
+    with pytest.raises(InvalidPadNameError, match="holds a secret") as raised:
+        await manager.get_or_create("pad-hunter2-long-pw")
+    assert "hunter2-long-pw" not in str(raised.value)
+    assert "[DS_REDIS_CACHE__PASSWORD]" in str(raised.value)
     assert not (manager.settings.home / "pads").exists()
 
 

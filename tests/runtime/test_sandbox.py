@@ -283,6 +283,24 @@ async def test_a_replaced_interpreter_is_never_started(own_home: ScratchpadRunti
 
 
 @landlock
+async def test_a_file_added_beside_the_home_after_the_start_says_to_reset(
+    own_home: ScratchpadRuntime, tmp_path: Path
+) -> None:
+    """tmp_path holds the home, so the pad may list it but reaches only the entries it had at
+    start: the refusal says so (not "read everything but the home"), and a reset helps."""
+    late = tmp_path / "wheels"
+    late.mkdir()
+    (late / "pkg.txt").write_text("made after the kernel started")
+    code = f"open({str(late / 'pkg.txt')!r}).read()"
+    cell = await own_home.execute(code)
+    assert cell.status == "error" and "PermissionError" in (cell.error or "")
+    assert f"{tmp_path} holds the Scratchpad home" in (cell.error or "")
+    assert "reset the pad" in (cell.error or "")
+    await own_home.reset()
+    assert (await own_home.execute(code)).result == "'made after the kernel started'"
+
+
+@landlock
 async def test_a_refusal_by_the_sandbox_says_where_the_pad_may_write(
     own_home: ScratchpadRuntime, tmp_path: Path
 ) -> None:

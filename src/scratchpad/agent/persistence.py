@@ -47,7 +47,10 @@ class SessionFiles:
             raise ConfigError(f"{self.history_path} is not a session history: {exc}") from exc
 
     def save_history(self, history: list[Message]) -> None:
-        payload = {"saved_at": time.time(), "history": [m.to_dict() for m in history]}
+        """The history as the file keeps it: every text scrubbed (what the user typed, the
+        model's calls and answers, tool results), images as they are."""
+        saved = [_scrubbed(m.to_dict(), self.scrub) for m in history]
+        payload = {"saved_at": time.time(), "history": saved}
         private_dir(self.history_path.parent)
         text = json.dumps(payload, ensure_ascii=False)
         atomic_write_text(self.history_path, text, mode=PRIVATE_FILE_MODE)
@@ -62,3 +65,16 @@ class SessionFiles:
             record[key] = text[:limit] + ("…" if len(text) > limit else "")
         with open_private_append(self.log_path) as handle:
             handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def _scrubbed(value: Any, scrub: Scrub) -> Any:
+    """Strings anywhere in a message's dict scrubbed (keys too); an image block's data kept."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        if value.get("type") == "image":
+            return value
+        return {scrub(k): _scrubbed(v, scrub) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(item, scrub) for item in value]
+    return value

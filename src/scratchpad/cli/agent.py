@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 from rich.table import Table
 
-from scratchpad.cli.commands import Command, Group
+from scratchpad.cli.commands import Command, Group, not_negative
 from scratchpad.cli.output import console, err_console, fail, print_text, shown
 from scratchpad.errors import ScratchpadError
 
@@ -67,12 +67,6 @@ def init(root: RootArg) -> None:
     console.print(
         f"edit {paths.rules} and {paths.active}, then: scratchpad agent run {root}", markup=False
     )
-
-
-def not_negative(value: float) -> float:
-    if value < 0:
-        raise typer.BadParameter(f"{value:g} is negative; give 0 or more")
-    return value
 
 
 @agent_app.command(cls=Command)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from scratchpad.cli.output import fail
+
+_Number = TypeVar("_Number", int, float)
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}  # inherited
 
@@ -95,6 +97,13 @@ def one_line_errors() -> Iterator[None]:
             raise
         fail(describe_os_error(exc))
         raise typer.Exit(2) from None
+
+
+def not_negative(value: _Number) -> _Number:
+    """An option's callback: a count or a duration that may not be below 0."""
+    if value < 0:
+        raise typer.BadParameter(f"{value:g} is negative; give 0 or more")
+    return value
 
 
 def describe_os_error(exc: OSError) -> str:

@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.table import Table
 
-from scratchpad.cli.commands import Command, Group
+from scratchpad.cli.commands import Command, Group, not_negative
 from scratchpad.cli.output import console, fail, print_json, shown
 from scratchpad.cli.vaultclient import VaultAccess, open_vault
 from scratchpad.config import Settings
@@ -99,7 +99,8 @@ def ask(field: str, secret: bool, current: str | None = None) -> str:
 
 @vault_app.command("ls", cls=Command)
 def ls(as_json: Annotated[bool, typer.Option("--json", help="As JSON.")] = False) -> None:
-    """List the connections (names, fields, variables; never values)."""
+    """List the connections (names, fields, secret fields; never values). --json adds their
+    variables."""
     entries = with_vault(lambda v: v.list())
     if as_json:
         print_json(entries)
@@ -127,7 +128,7 @@ def ls(as_json: Annotated[bool, typer.Option("--json", help="As JSON.")] = False
 def add(
     engine: EngineArg,
     name: Annotated[
-        str | None, typer.Argument(metavar="[NAME]", help="Default: the next free number.")
+        str | None, typer.Argument(metavar="NAME", help="Default: the next free number.")
     ] = None,
     field: FieldOpt = None,
     secret: SecretOpt = None,
@@ -223,7 +224,12 @@ def show_grants(pad: str, connections: list[tuple[str, str]]) -> None:
 
 @vault_app.command("audit", cls=Command)
 def audit(
-    limit: Annotated[int, typer.Option("--limit", metavar="N", help="Lines to show.")] = 50,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit", metavar="N", callback=not_negative, help="Lines to show (the last N)."
+        ),
+    ] = 50,
 ) -> None:
     """The audit log: which pad got which connection, and every change (names only)."""
     for entry in with_vault(lambda v: v.audit(limit)):

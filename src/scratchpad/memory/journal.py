@@ -4,7 +4,8 @@
 leaves what it did), with the full traceback when the cycle failed. ``ROOT/logs/cycles.jsonl``
 gets one JSON line per finished cycle (``cycle_id``, ``outcome``: done / max_iterations /
 failed, ``iterations``, ``started``, ``ended``, ``error``, ``summary``); ``history`` reads it.
-Lines are appended and fsynced; a line torn by a crash is skipped when read.
+Lines are appended and fsynced; a line torn by a crash is skipped when read. Both are
+scrubbed as they are written (the process's scrubber: a secret becomes its label).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from scratchpad.memory.clock import Clock, iso, local_now
+from scratchpad.vault.scrub import scrub
 
 Outcome = Literal["done", "max_iterations", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("done", "max_iterations", "failed")
@@ -54,7 +56,8 @@ class CycleRecord:
 def append_record(path: Path, record: CycleRecord) -> None:
     """Append one record as a JSON line, flushed to disk before returning."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(asdict(record), ensure_ascii=False) + "\n"
+    fields = {k: scrub(v) if isinstance(v, str) else v for k, v in asdict(record).items()}
+    line = json.dumps(fields, ensure_ascii=False) + "\n"
     with path.open("a", encoding="utf-8") as handle:
         handle.write(line)
         handle.flush()
@@ -90,7 +93,7 @@ class CycleLog:
 
     def write(self, message: str) -> None:
         stamp = iso(self.clock(), "milliseconds")
-        self._file.write(f"{stamp} {message.rstrip()}\n")
+        self._file.write(f"{stamp} {scrub(message.rstrip())}\n")
         self._file.flush()
 
     def close(self) -> None:

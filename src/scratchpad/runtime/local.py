@@ -407,9 +407,14 @@ class LocalRuntime(ScratchpadRuntime):
             return await venv.install(self.root, specs, timeout, (ruleset, env))
 
     @contextlib.asynccontextmanager
-    async def _ruleset(self) -> AsyncIterator[int | None]:
-        """The Landlock ruleset for a process of this pad (None: unsandboxed), closed after."""
-        ruleset = await asyncio.to_thread(sandboxing.ruleset_for, self.settings, self._rules)
+    async def _ruleset(
+        self, rules: Callable[[], list[sandboxing.Rule]] | None = None
+    ) -> AsyncIterator[int | None]:
+        """The Landlock ruleset for a process of this pad (None: unsandboxed), closed after;
+        ``rules`` are asked for only when it is built."""
+        ruleset = await asyncio.to_thread(
+            sandboxing.ruleset_for, self.settings, rules or self._rules
+        )
         try:
             yield ruleset
         finally:
@@ -486,13 +491,23 @@ class LocalRuntime(ScratchpadRuntime):
     async def _spawn(self) -> KernelProcess:
         """One kernel, sandboxed when the setting and this machine allow (see sandboxing)."""
         self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
+        rules: list[sandboxing.Rule] = []
+
+        def kept_rules() -> list[sandboxing.Rule]:
+            rules.extend(self._rules())
+            return rules
+
         config: dict[str, object] = {
             "memory_limit_mb": self.settings.kernel_memory_limit_mb,
             "heartbeat_s": self.settings.heartbeat_s,
         }
-        async with self._ruleset() as ruleset:
+        async with self._ruleset(kept_rules) as ruleset:
             if ruleset is not None:
-                config["sandbox"] = {"fd": ruleset, "require": self.settings.sandbox == "require"}
+                config["sandbox"] = {
+                    "fd": ruleset,
+                    "require": self.settings.sandbox == "require",
+                    "listed": [path for path, mode in rules if mode == "list"],  # for its errors
+                }
             kernel = await KernelProcess.spawn(
                 venv.venv_python(self.root),
                 cwd=self.cwd,

@@ -111,6 +111,17 @@ def remote_factory(settings: Settings) -> RuntimeFactory:
     return build
 
 
+def refuse_secret_name(name: str) -> None:
+    """A new pad's name is shown unscrubbed (its directory, listings, the audit log): one
+    that holds a secret value is refused, the message showing it as its label."""
+    shown = scrubber().scrub(name)
+    if shown != name:
+        raise InvalidPadNameError(
+            f"invalid pad name {shown!r}: it holds a secret value (shown as its label); "
+            "pick a name without it"
+        )
+
+
 class ScratchpadManager:
     """Maps pad names to running runtimes; creates them on demand, once per name.
 
@@ -170,6 +181,7 @@ class ScratchpadManager:
             return pad
         task = self._starting.get(name)
         if task is None:
+            refuse_secret_name(name)
             task = asyncio.get_running_loop().create_task(self._start(name))
             self._starting[name] = task
         return await asyncio.shield(task)
