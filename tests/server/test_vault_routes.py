@@ -119,3 +119,26 @@ async def test_mcp_tool_list_names_the_vaults_variables_as_of_now(
         after = (await client.list_tools()).tools[0].description or ""
     assert "DS_POSTGRES_PROD__PASSWORD" not in before
     assert "DS_POSTGRES_PROD__PASSWORD (postgres/prod)" in after and SECRET not in after
+
+
+def test_pads_on_a_server_describe_its_credentials_by_name(tmp_path: Path) -> None:
+    """`scratchpad mcp` and `chat` run their tools against a server: the model must still be
+    told which variables its pads get (names, never values)."""
+    from tests.server_helpers import running_server
+
+    home, key = tmp_path / "served", "describe-key"
+    with running_server(home, tmp_path, key) as (url, _):
+        saved = httpx.post(
+            f"{url}/v1/datasources",
+            headers={"Authorization": f"Bearer {key}"},
+            json={"engine": "postgres", "name": "prod", "fields": {"password": "s3cret-pw-1"}},
+        )
+        assert saved.status_code == 200, saved.text
+        settings = Settings(
+            home=tmp_path / "client", backend="remote", remote_url=url, remote_api_key=key
+        )
+        described = ScratchpadManager(settings=settings).describe_credentials()
+    assert "DS_POSTGRES_PROD__PASSWORD" in described
+    assert "s3cret-pw-1" not in described
+    gone = Settings(home=tmp_path / "client", backend="remote", remote_url=url, remote_api_key=key)
+    assert ScratchpadManager(settings=gone).describe_credentials() == ""  # no server: nothing

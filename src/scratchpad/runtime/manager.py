@@ -434,8 +434,11 @@ class ScratchpadManager:
 
     def describe_credentials(self) -> str:
         """What the model is told of the credentials pads get: names, never values."""
-        if self.settings.backend != "local" and self._vault is None:
-            return ""  # remote pads get theirs from their server
+        if self.settings.backend != "local" and self._vault is None:  # the server's vault
+            from scratchpad.runtime.remote import credentials_description
+
+            settings = self.settings
+            return credentials_description(settings.remote_url or "", settings.remote_api_key or "")
         from scratchpad.vault.inject import describe_credentials
 
         return describe_credentials(self.vault)

@@ -278,6 +278,21 @@ class RemoteRuntime(ScratchpadRuntime):
         return await _request(self._client, "GET", path)
 
 
+def credentials_description(url: str, api_key: str, timeout: float = 5.0) -> str:
+    """What the pad server tells a model of its credentials (names only); "" when it cannot
+    say (an older server, or none answering): the tool then describes no credentials."""
+    try:
+        answer = httpx.get(
+            f"{url.rstrip('/')}/v1/vault/description",
+            headers={"Authorization": f"Bearer {api_key}"},
+            timeout=timeout,
+        )
+        description = answer.json().get("description", "") if answer.is_success else ""
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return ""
+    return description if isinstance(description, str) else ""
+
+
 def _body(name: str, request: CellRequest, timeout_s: float | None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": name,

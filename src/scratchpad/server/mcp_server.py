@@ -51,8 +51,10 @@ def create_mcp_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        def description(tool: ToolDef) -> str:  # the vault's names as of now
-            return current_description(manager) if tool.name == SCRATCHPAD else tool.description
+        now = await asyncio.to_thread(current_description, manager)  # the vault's names now
+
+        def description(tool: ToolDef) -> str:
+            return now if tool.name == SCRATCHPAD else tool.description
 
         return types.ListToolsResult(
             tools=[

@@ -50,6 +50,12 @@ def vault_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     _datasource_routes(app, manager)
     _grant_routes(app, manager)
 
+    @app.get("/v1/vault/description")
+    async def description() -> dict[str, str]:
+        """What the model is told of the credentials pads get (names only): for clients whose
+        tools run elsewhere, such as `scratchpad mcp` over stdio."""
+        return {"description": await asyncio.to_thread(manager.describe_credentials)}
+
     @app.get("/v1/vault/audit")
     async def audit(
         limit: Annotated[int, Query(ge=0, le=MAX_AUDIT_LIMIT)] = DEFAULT_LIMIT,
