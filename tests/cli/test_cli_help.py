@@ -102,3 +102,7 @@ def test_help_and_version_as_a_real_process() -> None:
     assert shown.returncode == 0 and "Usage: scratchpad [OPTIONS] COMMAND" in shown.stdout
     version = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60)
     assert version.stdout.strip() == f"scratchpad {metadata.version('scratchpad')}"
+    short = [sys.executable, "-m", "scratchpad", "--version"]  # the package runs as well
+    assert subprocess.run(short, capture_output=True, text=True, timeout=60).stdout == (
+        version.stdout
+    )

@@ -157,3 +157,12 @@ def test_chat_shows_model_and_tool_text_escaped(
         assert not RAW_CONTROL.search(stream)
     assert f"answer {SHOWN_TITLE}" in captured.out
     assert captured.err.count(SHOWN_TITLE) == 2  # the code and the progress message
+
+
+def test_what_the_cli_prints_is_scrubbed() -> None:
+    from scratchpad.vault.scrub import scrubber
+
+    scrubber().add("agent-summary-secret-1", "DS_X__TOKEN")
+    assert safe_text("the summary: agent-summary-secret-1\x1b[2J") == (
+        "the summary: [DS_X__TOKEN]\\x1b[2J"
+    )

@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent, StreamItem
 from scratchpad.runtime.render import describe_output
+from scratchpad.vault.scrub import scrub
 
 # The terminal wraps; pipes get whole lines. No emoji codes: ":x:" in cell text stays ":x:".
 console = Console(highlight=False, soft_wrap=True, emoji=False)
@@ -48,8 +49,11 @@ def safe_text(text: str) -> str:
     command should print the same text wherever its output goes. ``--json`` output does not
     use it: JSON escapes control characters itself (see :func:`print_json`), so values come
     through exact and still harmless.
+
+    The process's scrubber runs over it too: text a model wrote (an agent's summary) never
+    passed a pad's, and cell text that did is unchanged by a second pass.
     """
-    return _UNSAFE.sub(_visible, text)
+    return _UNSAFE.sub(_visible, scrub(text))
 
 
 def _visible(match: re.Match[str]) -> str:

@@ -1,0 +1,5 @@
+"""``python -m scratchpad``: the command line."""
+
+from scratchpad.cli import main
+
+main()
