@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from scratchpad.config import Settings
 from scratchpad.errors import SandboxError
+from scratchpad.runtime import sandboxing
 from scratchpad.runtime.base import PadLLM, ScratchpadRuntime
 from scratchpad.runtime.inkernel import sandbox
 from scratchpad.runtime.local import LocalRuntime
@@ -40,10 +42,31 @@ async def own_home(
     await pad.close()
 
 
+def refusal(cell_code: str) -> str:
+    """A cell that prints how ``cell_code`` was refused (an errno name), or ALLOWED."""
+    body = "\n".join(f"    {line}" for line in cell_code.splitlines())
+    verdict = (
+        "except OSError as exc:\n    import errno\n    print(errno.errorcode[exc.errno])\n"
+        "else:\n    print('ALLOWED')"
+    )
+    return f"try:\n{body}\n{verdict}"
+
+
 @landlock
+@pytest.mark.parametrize("hidden", [True, False], ids=["home hidden", "home refused"])
 async def test_a_cell_cannot_reach_the_home_or_write_outside_the_workspace(
-    manager: ScratchpadManager, workspace: Path, tmp_path: Path
+    manager: ScratchpadManager,
+    workspace: Path,
+    tmp_path: Path,
+    hidden: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The home inside the workspace (a bound workspace) is hidden where the system allows a
+    mount namespace (the pad finds it empty), else refused by Landlock (PermissionError)."""
+    if hidden and not sandboxing.can_hide():
+        pytest.skip("this system does not let a process mount in a namespace of its own")
+    if not hidden:
+        monkeypatch.setitem(sandboxing._hiding, "works", False)
     home = manager.settings.home
     other = await manager.get_or_create("other")
     await other.execute("x = 1")
@@ -54,22 +77,43 @@ async def test_a_cell_cannot_reach_the_home_or_write_outside_the_workspace(
     (home / "vault" / "postgres.prod").write_text("encrypted")
     outside = tmp_path / "outside"
     outside.mkdir()
+    expected = {"ENOENT", "EROFS"} if hidden else {"EACCES"}
     for code in (
         f"open({str(home / 'api_key')!r}).read()",
         f"open({str(home / 'vault' / 'postgres.prod')!r}).read()",
         f"open({str(home / 'pads' / 'other' / 'history.jsonl')!r}).read()",
         f"open({str(home / 'pads' / 'main' / 'history.jsonl')!r}, 'a').write('forged')",
         f"open({str(home / 'pads' / 'main' / 'pad.json')!r}, 'w').write('forged')",
-        f"open({str(outside / 'escaped.txt')!r}, 'w').write('x')",
     ):
-        cell = await pad.execute(denied(code))
-        assert cell.stdout.strip() == "DENIED", (code, cell.stdout, cell.error)
+        cell = await pad.execute(refusal(code))
+        assert cell.stdout.strip() in expected, (code, cell.stdout, cell.error)
+    escape = await pad.execute(refusal(f"open({str(outside / 'escaped.txt')!r}, 'w')"))
+    assert escape.stdout.strip() == "EACCES", escape.error
     child = await pad.execute(
         f"import subprocess\nsubprocess.run(['cat', {str(home / 'api_key')!r}], "
         "capture_output=True, text=True).returncode"
     )
     assert child.result not in (None, "0")
     assert not (outside / "escaped.txt").exists()
+    history = (home / "pads" / "main" / "history.jsonl").read_text().splitlines()
+    assert all(json.loads(line) for line in history)  # nothing appended by the cell
+
+
+@landlock
+async def test_a_home_outside_the_workspace_is_refused_with_permission_error(
+    own_home: ScratchpadRuntime, settings: Settings
+) -> None:
+    home = settings.home
+    (home / "api_key").write_text("sk-not-for-pads")
+    (home / "vault").mkdir()
+    (home / "vault" / "postgres+prod.fernet").write_text("encrypted")
+    for code in (
+        f"open({str(home / 'api_key')!r}).read()",
+        f"open({str(home / 'vault' / 'postgres+prod.fernet')!r}).read()",
+        f"open({str(home / 'new-file')!r}, 'w')",
+    ):
+        cell = await own_home.execute(denied(code))
+        assert cell.stdout.strip() == "DENIED", (code, cell.error)
 
 
 @landlock
@@ -88,9 +132,35 @@ async def test_workspace_and_temp_files_are_writable(own_home: ScratchpadRuntime
 
 
 @landlock
-async def test_with_the_home_in_the_workspace_only_its_subdirectories_take_new_files(
+async def test_a_workspace_that_holds_the_home_takes_new_files_anywhere(
     settings: Settings, workspace: Path
 ) -> None:
+    """A bound workspace keeps its home inside: hidden in the pad's own mount namespace, so
+    the whole workspace is the pad's, top level included."""
+    if not sandboxing.can_hide():
+        pytest.skip("this system does not let a process mount in a namespace of its own")
+    manager = ScratchpadManager(workspace=workspace, settings=settings)
+    try:
+        pad = await manager.get_or_create("main")
+        cell = await pad.execute(
+            "import os\nopen('new.txt', 'w').write('top')\nos.mkdir('made')\n"
+            "sorted(os.listdir('.scratchpad')), sorted(os.listdir('.scratchpad/pads/main'))"
+        )
+        assert cell.ok, cell.error
+        assert cell.result is not None and cell.result.startswith("(['pads'], ['bin', ")
+        assert "history.jsonl" not in cell.result and "pad.json" not in cell.result
+        assert (workspace / "new.txt").read_text() == "top" and (workspace / "made").is_dir()
+        home = manager.settings.home
+        assert (home / "pads" / "main" / "history.jsonl").exists()  # there, only hidden
+    finally:
+        await manager.close_all()
+
+
+@landlock
+async def test_without_hiding_only_subdirectories_of_a_workspace_holding_the_home_take_new_files(
+    settings: Settings, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sandboxing._hiding, "works", False)  # a system without namespaces
     (workspace / "existing.txt").write_text("before")
     (workspace / "data").mkdir()
     manager = ScratchpadManager(workspace=workspace, settings=settings)

@@ -64,6 +64,30 @@ def test_pad_rules_with_the_home_inside_the_workspace(tmp_path: Path) -> None:
     assert ("/", "list") in rules
 
 
+def test_a_hidden_home_lets_the_whole_workspace_be_granted(tmp_path: Path) -> None:
+    from scratchpad.config import Settings
+    from scratchpad.runtime.sandboxing import hide_spec
+
+    workspace = tmp_path / "ws"
+    home = workspace / ".scratchpad"
+    root = home / "pads" / "main"
+    for name in ("bin", "lib"):
+        (root / name).mkdir(parents=True)
+    rules = pad_rules(home=home, workspace=workspace, root=root, tmp=root / "tmp", hidden=True)
+    assert (str(workspace), "rw") in rules
+    assert not any(path == str(home) or path.endswith("history.jsonl") for path, _ in rules)
+    elsewhere = hide_spec(
+        Settings(home=tmp_path / "home"), workspace=workspace, root=root, tmp=root / "tmp"
+    )
+    assert elsewhere is None  # a home outside the workspace: nothing to hide
+    spec = hide_spec(Settings(home=home), workspace=workspace, root=root, tmp=root / "tmp")
+    if spec is not None:  # where Landlock and namespaces are there
+        assert spec["home"] == str(home.resolve())
+        assert (str(root / "pyvenv.cfg"), False) in spec["keep"]  # type: ignore[operator]
+        assert (str(root / "bin"), True) in spec["keep"]  # type: ignore[operator]
+        assert not any("history" in path for path, _ in spec["keep"])  # type: ignore[attr-defined]
+
+
 def test_pad_rules_with_the_home_outside_the_workspace(tmp_path: Path) -> None:
     workspace, home = tmp_path / "ws", tmp_path / "home"
     workspace.mkdir()

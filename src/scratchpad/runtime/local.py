@@ -23,6 +23,7 @@ from scratchpad.errors import (
     KernelStartError,
     PadClosedError,
     PadError,
+    SandboxError,
     ScratchpadError,
 )
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
@@ -489,12 +490,16 @@ class LocalRuntime(ScratchpadRuntime):
         )
 
     async def _spawn(self) -> KernelProcess:
-        """One kernel, sandboxed when the setting and this machine allow (see sandboxing)."""
+        """One kernel, sandboxed when the setting and this machine allow (see sandboxing);
+        where the workspace holds the home, the kernel hides it in a mount namespace."""
         self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
+        hide = await asyncio.to_thread(
+            sandboxing.hide_spec, self.settings, workspace=self.cwd, root=self.root, tmp=self._tmp
+        )
         rules: list[sandboxing.Rule] = []
 
         def kept_rules() -> list[sandboxing.Rule]:
-            rules.extend(self._rules())
+            rules.extend(self._rules(hidden=hide is not None))
             return rules
 
         config: dict[str, object] = {
@@ -507,24 +512,37 @@ class LocalRuntime(ScratchpadRuntime):
                     "fd": ruleset,
                     "require": self.settings.sandbox == "require",
                     "listed": [path for path, mode in rules if mode == "list"],  # for its errors
+                    "hide": hide,
                 }
-            kernel = await KernelProcess.spawn(
-                venv.venv_python(self.root),
-                cwd=self.cwd,
-                env=self._kernel_env(),
-                config=config,
-                timeout=self.settings.kernel_start_timeout_s,
-                worker=self.worker,
-                tag=new_tag(str(self.settings.home)),
-                pass_fds=() if ruleset is None else (ruleset,),
-            )
+            try:
+                kernel = await KernelProcess.spawn(
+                    venv.venv_python(self.root),
+                    cwd=self.cwd,
+                    env=self._kernel_env(),
+                    config=config,
+                    timeout=self.settings.kernel_start_timeout_s,
+                    worker=self.worker,
+                    tag=new_tag(str(self.settings.home)),
+                    pass_fds=() if ruleset is None else (ruleset,),
+                )
+            except SandboxError as exc:
+                if hide is None or ruleset is None:
+                    raise
+                sandboxing.hiding_failed(str(exc))  # then the narrower rules, without hiding
+                kernel = None
+        if kernel is None:
+            return await self._spawn()
         if "sandbox" in config and kernel.ready.get("sandbox") != "landlock":
             log.warning("pad %r runs unsandboxed: %s", self.name, kernel.ready.get("sandbox"))
         return kernel
 
-    def _rules(self) -> list[sandboxing.Rule]:
+    def _rules(self, hidden: bool = False) -> list[sandboxing.Rule]:
         return sandboxing.pad_rules(
-            home=self.settings.home, workspace=self.cwd, root=self.root, tmp=self._tmp
+            home=self.settings.home,
+            workspace=self.cwd,
+            root=self.root,
+            tmp=self._tmp,
+            hidden=hidden,
         )
 
     async def _rebuild_venv(self, why: str) -> None:

@@ -11,6 +11,11 @@ built by descent: each directory on the way from T down to H gets READ_DIR only 
 contents), every other entry of it the full rights. The price: nothing can be created
 directly in such a directory, and entries added to it after the kernel started stay out of
 reach until the kernel restarts.
+
+The workspace is where that price would hurt (a bound workspace keeps its home inside), so
+there, where the system allows it, the kernel first hides the home in a mount namespace of
+its own (an empty read-only tmpfs, the pad's venv directories bound back; see
+``inkernel/sandbox.hide``) and the whole workspace is granted.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -138,15 +145,58 @@ def _reaches(path: Path, home: Path) -> bool:
     return _holds(home, path) or _holds(path, home)
 
 
-def pad_rules(*, home: Path, workspace: Path, root: Path, tmp: Path) -> list[Rule]:
-    """Every rule of one pad's kernel (see the module docstring)."""
+def pad_rules(
+    *, home: Path, workspace: Path, root: Path, tmp: Path, hidden: bool = False
+) -> list[Rule]:
+    """Every rule of one pad's kernel (see the module docstring); ``hidden``: the kernel
+    hides the home in a mount namespace (see :func:`hide_spec`), so the whole workspace is
+    granted."""
     home = _real(home)
     rules = around(Path("/"), home, "ro")
-    rules += around(_real(workspace), home, "rw")
+    workspace = _real(workspace)
+    rules += [(str(workspace), "rw")] if hidden else around(workspace, home, "rw")
     rules += [(str(root / name), "rw") for name in VENV_DIRS if (root / name).exists()]
     rules += [(str(root / name), "ro") for name in VENV_READ_ONLY]
     rules += [(str(tmp), "rw"), ("/dev", "rw")]
     return rules
+
+
+def hide_spec(
+    settings: Settings, *, workspace: Path, root: Path, tmp: Path
+) -> dict[str, object] | None:
+    """What a starting kernel hides, when the home lies inside its workspace and this system
+    lets a process mount in a namespace of its own: the home, as an empty read-only tmpfs,
+    with the pad's venv directories and temp directory bound back (``pyvenv.cfg`` read-only).
+    None when the home is elsewhere (nothing to hide) or hiding is not possible here."""
+    home, workspace = _real(settings.home), _real(workspace)
+    if not _holds(workspace, home) or status(settings)[0] != "landlock" or not can_hide():
+        return None
+    root, tmp = _real(root), _real(tmp)
+    keep = [(str(root / name), True) for name in VENV_DIRS if (root / name).exists()]
+    keep += [(str(tmp), True)] + [(str(root / name), False) for name in VENV_READ_ONLY]
+    return {"home": str(home), "keep": keep}
+
+
+_hiding: dict[str, bool] = {}  # "works": the probe's answer, once asked
+
+
+def can_hide() -> bool:
+    """Whether kernels here can hide the home (asked once, of a child process: a namespace
+    is for good)."""
+    if "works" not in _hiding:
+        probe = [sys.executable, "-I", "-S", sandbox.__file__, "--can-hide"]
+        try:
+            done = subprocess.run(probe, capture_output=True, timeout=30, check=False)
+            _hiding["works"] = done.returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _hiding["works"] = False
+    return _hiding["works"]
+
+
+def hiding_failed(why: str) -> None:
+    """A kernel could not hide the home although the probe could: stop trying."""
+    log.warning("pads cannot hide the Scratchpad home here (%s); they get the narrower rules", why)
+    _hiding["works"] = False
 
 
 def fresh_tmp(root: Path) -> Path:

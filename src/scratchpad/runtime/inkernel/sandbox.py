@@ -25,6 +25,10 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 CAPABILITY_VERSION_3 = 0x20080522
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_PRIVATE = 1, 2, 4, 32, 4096, 1 << 18
+MS_REC = 16384
+LOCKED_FLAGS = 2 | 4 | 8 | 1024 | 2048 | (1 << 21)  # nosuid nodev noexec noatime ... relatime
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1, 2, 4, 8
 REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 16, 32, 64, 128
@@ -166,8 +170,83 @@ def _effective_capabilities() -> int:
     return 0
 
 
+def hide(home: str, keep: Iterable[tuple[str, bool]]) -> None:
+    """Put this process in a mount namespace of its own where ``home`` is an empty read-only
+    tmpfs, with each ``keep`` (path below the home, writable) bound back in its place: what
+    lets a pad write anywhere in a workspace that holds the home, which Landlock alone cannot
+    (a right on a directory covers all below it). A user namespace too, unless root. OSError
+    when the system does not allow it."""
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(CLONE_NEWNS | (CLONE_NEWUSER if uid else 0)) != 0:  # type: ignore[attr-defined]
+        raise _fail("unshare")
+    if uid:  # the same ids inside as outside: files keep their owner
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1")):
+            with open(f"/proc/self/{name}", "w") as file:
+                file.write(text)
+        with open("/proc/self/gid_map", "w") as file:
+            file.write(f"{gid} {gid} 1")
+    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)  # nothing of this leaks out
+    kept = [(os.open(path, os.O_PATH | os.O_CLOEXEC), path, rw) for path, rw in keep]
+    try:
+        _mount(libc, "tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k")
+        for fd, path, writable in kept:
+            _bind(libc, fd, path, writable)
+        _mount(libc, "tmpfs", home, "tmpfs", MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    finally:
+        for fd, _, _ in kept:
+            os.close(fd)
+
+
+def _bind(libc: object, fd: int, path: str, writable: bool) -> None:
+    """Bind what ``fd`` opened at ``path`` (a mount point made for it in the tmpfs)."""
+    import stat
+
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "a").close()
+    _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND)
+    if not writable:  # the flags the original mount has must stay (a user namespace locks them)
+        flags = os.statvfs(path).f_flag & LOCKED_FLAGS
+        _mount(libc, None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
+
+
+def _mount(
+    libc: object, source: str | None, target: str, kind: str | None, flags: int, data: str = ""
+) -> None:
+    def text(value: str | None) -> bytes | None:
+        return None if value is None else value.encode()
+
+    if libc.mount(text(source), text(target), text(kind), flags, text(data) if data else None) != 0:  # type: ignore[attr-defined]
+        raise _fail(f"mount({target})")
+
+
+def can_hide() -> bool:
+    """Whether :func:`hide` works here (tried on a directory of its own; for a child
+    process: the namespace it makes is this process's for good)."""
+    import tempfile
+
+    place = tempfile.mkdtemp(prefix="scratchpad-probe-")
+    try:
+        hide(place, [])
+        return True
+    except OSError:
+        return False
+    finally:
+        import contextlib
+
+        _libc().umount2(place.encode(), 2)  # type: ignore[attr-defined]  # MNT_DETACH
+        with contextlib.suppress(OSError):
+            os.rmdir(place)
+
+
 def main(argv: list[str]) -> int:
-    """``sandbox.py FD PROGRAM ARGS...``: restrict with ruleset FD, then become PROGRAM."""
+    """``sandbox.py FD PROGRAM ARGS...``: restrict with ruleset FD, then become PROGRAM.
+    ``sandbox.py --can-hide``: exit 0 when :func:`hide` works here."""
+    if argv[1:] == ["--can-hide"]:
+        return 0 if can_hide() else 1
     if len(argv) < 3:
         print("usage: sandbox.py RULESET_FD PROGRAM [ARGS...]", file=sys.stderr)
         return 2

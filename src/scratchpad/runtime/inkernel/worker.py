@@ -470,9 +470,8 @@ SANDBOXED = False  # set once the Landlock rules hold
 # the directories on the way to the home (the pad may list them), with their entries at start
 SANDBOX_LISTED: dict[str, frozenset[str]] = {}
 SANDBOX_NOTE = (
-    "Note: this pad runs sandboxed. It may write in its working directory (where that holds "
-    "the Scratchpad home: in its subdirectories and existing files only), its temp directory "
-    "($TMPDIR) and its venv, and read everything but the Scratchpad home.\n"
+    "Note: this pad runs sandboxed. It may write in its working directory, its temp "
+    "directory ($TMPDIR) and its venv, and read everything but the Scratchpad home.\n"
 )
 
 
@@ -482,6 +481,14 @@ def apply_sandbox(spec: object, ctrl_out: int) -> str:
     required it and it failed, say so on the channel and exit: no user code runs."""
     if not isinstance(spec, dict):
         return "off"
+    hide = spec.get("hide")
+    if isinstance(hide, dict):  # the rules grant the whole workspace: hidden, or no start
+        try:
+            sandbox.hide(str(hide["home"]), [(str(p), bool(rw)) for p, rw in hide["keep"]])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            error = f"the Scratchpad home could not be hidden: {exc}"
+            protocol.write_all(ctrl_out, protocol.encode({"type": "refused", "error": error}))
+            os._exit(3)
     try:
         sandbox.restrict_self(int(spec["fd"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
