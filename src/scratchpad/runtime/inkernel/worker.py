@@ -537,6 +537,7 @@ def main(argv: list[str]) -> int:
     config = json.loads(argv[3]) if len(argv) > 3 else {}
     guard_process(config.get("parent_pid"))
     sandboxed = apply_sandbox(config.get("sandbox"), ctrl_out)
+    guard_process(config.get("parent_pid"))  # again: a new user namespace may have cleared it
     load_site()
     for fd in (ctrl_in, ctrl_out):
         os.set_inheritable(fd, False)  # children of user code must not hold the channel open
