@@ -418,3 +418,14 @@ def test_a_cell_cannot_read_the_environment_of_its_server(tmp_path: Path) -> Non
         )
     assert "verdict: hidden" in answer.text, answer.text
     assert "capabilities: none" in answer.text, answer.text
+
+
+@landlock
+async def test_a_refused_path_that_cannot_be_resolved_still_gives_an_error(
+    own_home: ScratchpadRuntime,
+) -> None:
+    """The note's lookup of a refused path must not take the kernel down with it."""
+    cell = await own_home.execute("open('/proc/1/root/etc/hostname').read()")
+    assert cell.status == "error" and "PermissionError" in (cell.error or ""), cell.error
+    after = await own_home.execute("1 + 1")
+    assert after.result == "2"

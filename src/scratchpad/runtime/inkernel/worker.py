@@ -360,7 +360,10 @@ def format_exception(exc: BaseException) -> str:
     )
     text = "".join(summary.format())
     if SANDBOXED and isinstance(exc, PermissionError):
-        text += listed_note(exc.filename) or SANDBOX_NOTE
+        try:
+            text += listed_note(exc.filename) or SANDBOX_NOTE
+        except (OSError, ValueError):  # a path the sandbox will not even resolve (/proc/1/root)
+            text += SANDBOX_NOTE
     return text
 
 
