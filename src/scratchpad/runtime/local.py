@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 from scratchpad.config import Settings
@@ -23,18 +22,17 @@ from scratchpad.errors import (
     KernelStartError,
     PadClosedError,
     PadError,
-    SandboxError,
     ScratchpadError,
 )
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
-from scratchpad.runtime import sandboxing, venv
+from scratchpad.runtime import venv
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem, new_cell_id
 from scratchpad.runtime.cellqueue import CellQueue, Ticket
 from scratchpad.runtime.cellrun import Caps, CellRun
 from scratchpad.runtime.history import CellHistory, fold
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
-from scratchpad.runtime.proctree import new_tag
+from scratchpad.runtime.launcher import Launcher, SecretEnv
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 from scratchpad.vault.rescrub import rescrub_recorded
 from scratchpad.vault.scrub import register, scrubber
@@ -45,7 +43,6 @@ REQUEST_TIMEOUT_S = 30.0
 LATE_OUTPUT_CAP = 64 * 1024  # bytes of between-cells output kept per stream
 ABORT_WAIT_S = 10.0  # how long reset/close wait for the running cell to end
 OFF_LOOP_BYTES = 256 * 1024  # cells at least this big are written from a worker thread
-SecretEnv = Callable[[], dict[str, str]]  # the pad's vault variables, asked at each kernel start
 
 
 class LocalRuntime(ScratchpadRuntime):
@@ -62,10 +59,7 @@ class LocalRuntime(ScratchpadRuntime):
         secret_env: SecretEnv | None = None,
     ) -> None:
         super().__init__(name, compact_keep=settings.compact_keep_cells)
-        self._secret_source = secret_env
-        self._secrets_given: dict[str, str] = {}  # what the running kernel got of them
         self.root = root
-        self.worker = worker
         self.cwd = cwd
         self.settings = settings
         self._kernel: KernelProcess | None = None
@@ -78,8 +72,9 @@ class LocalRuntime(ScratchpadRuntime):
         self._late: dict[str, CappedOutput] = {}  # output that arrived between cells
         self._deaths_in_a_row = 0
         self._death_reported = False  # the last death was already told in its cell
-        self._llm_env: dict[str, str] = {}
-        self._tmp = root / sandboxing.TMP_DIR  # the kernel's temp and cache directory
+        self._launcher = Launcher(
+            name, root=root, cwd=cwd, settings=settings, worker=worker, secret_env=secret_env
+        )
         self._history = CellHistory(root / "history.jsonl", settings.history_max_bytes)
         self._loaded = False
         self._by_id: dict[str, Cell] | None = None  # recorded cells, once a submit names one
@@ -190,7 +185,7 @@ class LocalRuntime(ScratchpadRuntime):
         if not env:
             return
         register([(llm.api_key, key_variable(llm.provider))])
-        self._llm_env.update(env)
+        self._launcher.llm_env.update(env)
         async with self._lock:
             if self._kernel is not None and self._kernel.alive:
                 await self._request({"type": "set_env", "env": env}, "ack")
@@ -390,37 +385,10 @@ class LocalRuntime(ScratchpadRuntime):
             wanted = [spec for spec in specs if spec not in present_names]
             report = [f"Already installed: {', '.join(present_names)}"] if present_names else []
             if wanted:
-                report.append(await self._installer(wanted))
+                report.append(await self._launcher.install(wanted))
                 venv.record_requirements(self.root, wanted)
                 await self._request({"type": "refresh_imports"}, "ack")
             return "\n".join(report)
-
-    async def _installer(self, specs: list[str] | None) -> str:
-        """Install ``specs`` (None: restore requirements.txt) sandboxed like the kernel, with
-        the pad's environment plus the server's UV_* settings (its index, offline mode)."""
-        if not self._tmp.is_dir():
-            self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
-        env = sandboxing.installer_environment(os.environ, root=self.root, tmp=self._tmp)
-        timeout = self.settings.install_timeout_s
-        async with self._ruleset() as ruleset:
-            if specs is None:
-                return await venv.restore(self.root, timeout, (ruleset, env))
-            return await venv.install(self.root, specs, timeout, (ruleset, env))
-
-    @contextlib.asynccontextmanager
-    async def _ruleset(
-        self, rules: Callable[[], list[sandboxing.Rule]] | None = None
-    ) -> AsyncIterator[int | None]:
-        """The Landlock ruleset for a process of this pad (None: unsandboxed), closed after;
-        ``rules`` are asked for only when it is built."""
-        ruleset = await asyncio.to_thread(
-            sandboxing.ruleset_for, self.settings, rules or self._rules
-        )
-        try:
-            yield ruleset
-        finally:
-            if ruleset is not None:
-                os.close(ruleset)
 
     async def _request(self, message: dict[str, object], reply: str) -> dict[str, object]:
         """Ask the idle kernel something and wait for the answer of type ``reply``."""
@@ -476,7 +444,7 @@ class LocalRuntime(ScratchpadRuntime):
                 await self._rebuild_venv(rebuild or last_error or "no usable virtualenv yet")
                 rebuild = None
             try:
-                self._kernel = await self._spawn()
+                self._kernel = await self._launcher.spawn()
             except KernelStartError as exc:
                 last_error = str(exc)
                 continue
@@ -489,62 +457,6 @@ class LocalRuntime(ScratchpadRuntime):
             f"{sys.executable} runs, that {self.root} is writable, or remove the pad and retry."
         )
 
-    async def _spawn(self) -> KernelProcess:
-        """One kernel, sandboxed when the setting and this machine allow (see sandboxing);
-        where the workspace holds the home, the kernel hides it in a mount namespace."""
-        self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
-        hide = await asyncio.to_thread(
-            sandboxing.hide_spec, self.settings, workspace=self.cwd, root=self.root, tmp=self._tmp
-        )
-        rules: list[sandboxing.Rule] = []
-
-        def kept_rules() -> list[sandboxing.Rule]:
-            rules.extend(self._rules(hidden=hide is not None))
-            return rules
-
-        config: dict[str, object] = {
-            "memory_limit_mb": self.settings.kernel_memory_limit_mb,
-            "heartbeat_s": self.settings.heartbeat_s,
-        }
-        async with self._ruleset(kept_rules) as ruleset:
-            if ruleset is not None:
-                config["sandbox"] = {
-                    "fd": ruleset,
-                    "require": self.settings.sandbox == "require",
-                    "listed": [path for path, mode in rules if mode == "list"],  # for its errors
-                    "hide": hide,
-                }
-            try:
-                kernel = await KernelProcess.spawn(
-                    venv.venv_python(self.root),
-                    cwd=self.cwd,
-                    env=self._kernel_env(),
-                    config=config,
-                    timeout=self.settings.kernel_start_timeout_s,
-                    worker=self.worker,
-                    tag=new_tag(str(self.settings.home)),
-                    pass_fds=() if ruleset is None else (ruleset,),
-                )
-            except SandboxError as exc:
-                if hide is None or ruleset is None:
-                    raise
-                sandboxing.hiding_failed(str(exc))  # then the narrower rules, without hiding
-                kernel = None
-        if kernel is None:
-            return await self._spawn()
-        if "sandbox" in config and kernel.ready.get("sandbox") != "landlock":
-            log.warning("pad %r runs unsandboxed: %s", self.name, kernel.ready.get("sandbox"))
-        return kernel
-
-    def _rules(self, hidden: bool = False) -> list[sandboxing.Rule]:
-        return sandboxing.pad_rules(
-            home=self.settings.home,
-            workspace=self.cwd,
-            root=self.root,
-            tmp=self._tmp,
-            hidden=hidden,
-        )
-
     async def _rebuild_venv(self, why: str) -> None:
         self._history.close()  # the file is moved into the new venv; reopen it there
         existed = self.root.exists()
@@ -552,7 +464,7 @@ class LocalRuntime(ScratchpadRuntime):
         if existed:
             self._notes.append(f"The pad's virtualenv was rebuilt ({why}).")
         try:
-            if await self._installer(None):
+            if await self._launcher.install(None):
                 self._notes.append("Packages from requirements.txt were reinstalled.")
         except InstallError as exc:
             self._notes.append(f"Reinstalling recorded packages failed: {exc}")
@@ -563,22 +475,8 @@ class LocalRuntime(ScratchpadRuntime):
         if kernel is None:
             return None
         code = await asyncio.shield(kernel.stop(grace=self.settings.interrupt_grace_s))
-        await asyncio.to_thread(sandboxing.clear_tmp, self.root)
+        await self._launcher.stopped()
         return code
-
-    def _kernel_env(self) -> dict[str, str]:
-        """The allowlist (sandboxing.ENV_ALLOWED), never the server's keys or settings."""
-        env = sandboxing.pad_environment(os.environ, root=self.root, tmp=self._tmp)
-        env.update(self._llm_env)
-        env.update(self._secret_env())
-        return env
-
-    def _secret_env(self) -> dict[str, str]:
-        """The pad's vault variables for a starting kernel (only ever in the kernel's
-        environment, never in this process's ``os.environ``)."""
-        env = self._secret_source() if self._secret_source is not None else {}
-        self._secrets_given = dict(env)
-        return env
 
     async def update_secrets(self, env: dict[str, str]) -> dict[str, str | None]:
         """Rotation: make a running kernel's vault variables ``env`` without a restart (sent
@@ -587,12 +485,10 @@ class LocalRuntime(ScratchpadRuntime):
             kernel = self._kernel
             if kernel is None or kernel.channel_closed or not kernel.alive:
                 return {}  # the next kernel asks for them at its start
-            given = self._secrets_given
-            changes: dict[str, str | None] = {k: v for k, v in env.items() if given.get(k) != v}
-            changes.update({k: None for k in given if k not in env})
+            changes = self._launcher.secret_changes(env)
             if changes:
                 await self._request({"type": "set_env", "env": changes}, "ack")
-                self._secrets_given = dict(env)
+                self._launcher.secrets_given = dict(env)
             return changes
 
     def _take_notes(self, kernel: KernelProcess) -> list[str]:
