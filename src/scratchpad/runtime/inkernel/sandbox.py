@@ -242,6 +242,58 @@ def can_hide() -> bool:
             os.rmdir(place)
 
 
+# -- in the kernel, once the rules hold: notes for the errors they cause ----------------------
+HELD = False  # the Landlock rules hold in this process
+# the directories on the way to the home (the pad may list them), with their entries at start
+LISTED: dict[str, frozenset[str]] = {}
+NOTE = (
+    "Note: this pad runs sandboxed. It may write in its working directory, its temp "
+    "directory ($TMPDIR) and its venv, and read everything but the Scratchpad home.\n"
+)
+
+
+def hold(listed: Iterable[object]) -> None:
+    """Remember that the rules hold, and what the listed directories held at the start."""
+    global HELD
+    HELD = True
+    for path in listed:
+        try:
+            LISTED[str(path)] = frozenset(os.listdir(str(path)))
+        except OSError:
+            continue
+
+
+def refusal_note(exc: BaseException) -> str:
+    """What to add to a cell's traceback when the sandbox may be why it failed ("" else)."""
+    if not HELD or not isinstance(exc, PermissionError):
+        return ""
+    try:
+        return listed_note(exc.filename) or NOTE
+    except (OSError, ValueError):  # a path the sandbox will not even resolve (/proc/1/root)
+        return NOTE
+
+
+def listed_note(filename: object) -> str:
+    """The note for a path below a directory on the way to the home whose entry there came
+    after the start (the sandbox lets the pad list that directory and reach only the entries
+    it had then); "" for any other path."""
+    if not isinstance(filename, str | bytes) or not LISTED:
+        return ""
+    path = os.path.realpath(os.fsdecode(filename))
+    child, parent = path, os.path.dirname(path)
+    while parent not in LISTED:
+        if parent == child:
+            return ""
+        child, parent = parent, os.path.dirname(parent)
+    if os.path.basename(child) in LISTED[parent]:
+        return ""  # there at the start: refused for another reason
+    return (
+        f"Note: this pad runs sandboxed, and {parent} holds the Scratchpad home: in it the pad "
+        "reaches only the entries that were there when it started and cannot create new ones. "
+        "For an entry added since, reset the pad; keep new files in a subdirectory.\n"
+    )
+
+
 def main(argv: list[str]) -> int:
     """``sandbox.py FD PROGRAM ARGS...``: restrict with ruleset FD, then become PROGRAM.
     ``sandbox.py --can-hide``: exit 0 when :func:`hide` works here."""

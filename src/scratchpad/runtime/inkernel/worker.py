@@ -359,33 +359,7 @@ def format_exception(exc: BaseException) -> str:
         [frame for frame in summary.stack if frame.filename not in own]
     )
     text = "".join(summary.format())
-    if SANDBOXED and isinstance(exc, PermissionError):
-        try:
-            text += listed_note(exc.filename) or SANDBOX_NOTE
-        except (OSError, ValueError):  # a path the sandbox will not even resolve (/proc/1/root)
-            text += SANDBOX_NOTE
-    return text
-
-
-def listed_note(filename: object) -> str:
-    """The note for a path below a directory on the way to the home whose entry there came
-    after the start (the sandbox lets the pad list that directory and reach only the entries
-    it had then); "" for any other path."""
-    if not isinstance(filename, str | bytes) or not SANDBOX_LISTED:
-        return ""
-    path = os.path.realpath(os.fsdecode(filename))
-    child, parent = path, os.path.dirname(path)
-    while parent not in SANDBOX_LISTED:
-        if parent == child:
-            return ""
-        child, parent = parent, os.path.dirname(parent)
-    if os.path.basename(child) in SANDBOX_LISTED[parent]:
-        return ""  # there at the start: refused for another reason
-    return (
-        f"Note: this pad runs sandboxed, and {parent} holds the Scratchpad home: in it the pad "
-        "reaches only the entries that were there when it started and cannot create new ones. "
-        "For an entry added since, reset the pad; keep new files in a subdirectory.\n"
-    )
+    return text + sandbox.refusal_note(exc)
 
 
 def which_installed(names: object) -> list[str]:
@@ -469,15 +443,6 @@ def guard_process(parent_pid: object) -> None:
         os._exit(1)  # the parent died before the death signal was armed
 
 
-SANDBOXED = False  # set once the Landlock rules hold
-# the directories on the way to the home (the pad may list them), with their entries at start
-SANDBOX_LISTED: dict[str, frozenset[str]] = {}
-SANDBOX_NOTE = (
-    "Note: this pad runs sandboxed. It may write in its working directory, its temp "
-    "directory ($TMPDIR) and its venv, and read everything but the Scratchpad home.\n"
-)
-
-
 def apply_sandbox(spec: object, ctrl_out: int) -> str:
     """Restrict this process with the ruleset the server built (see sandbox.py), before any
     code the pad can change runs: "landlock", "off", or why it failed. When the server
@@ -500,13 +465,7 @@ def apply_sandbox(spec: object, ctrl_out: int) -> str:
             protocol.write_all(ctrl_out, protocol.encode({"type": "refused", "error": error}))
             os._exit(3)
         return f"failed: {exc}"
-    global SANDBOXED
-    SANDBOXED = True
-    for path in spec.get("listed") or ():
-        try:
-            SANDBOX_LISTED[str(path)] = frozenset(os.listdir(path))
-        except OSError:
-            continue
+    sandbox.hold(spec.get("listed") or ())
     return "landlock"
 
 
