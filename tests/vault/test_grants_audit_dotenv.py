@@ -98,3 +98,9 @@ def test_only_dotenv_values_that_hold_secrets_are_scrubbed() -> None:
             ("a8Fq02kLmZ7xWq91bN3c", "SIGNING"),
         ]
     )
+
+
+def test_a_dotenv_value_with_a_nul_is_skipped() -> None:
+    from scratchpad.vault.dotenv import parse
+
+    assert parse('A="x\\0y"\nB=ok\n'.replace("\\0", "\0")) == {"B": "ok"}

@@ -203,3 +203,12 @@ def test_a_huge_value_is_refused_saying_the_limit(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match=f"at most {MAX_VALUE_CHARS}"):
         vault.save("http", "big", {"token": "t" * (MAX_VALUE_CHARS + 1)})
     assert vault.list() == []
+
+
+def test_values_no_environment_can_hold_are_refused_saying_why(tmp_path: Path) -> None:
+    vault = Vault(Settings(home=tmp_path / "h"), keyring=None)
+    for value in ("abc\ud800defgh", "abc\x00defgh"):
+        with pytest.raises(InvalidInputError, match="NUL or an unpaired surrogate"):
+            vault.save("pg", "odd", {"password": value})
+    assert vault.list() == []
+    vault.save("pg", "odd", {"password": "tab\there-and\nnewline"})  # other controls are fine

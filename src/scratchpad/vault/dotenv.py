@@ -55,7 +55,7 @@ def parse(text: str, source: str = ".env") -> dict[str, str]:
             continue
         match = LINE_RE.fullmatch(line)
         value = _value(match.group(2)) if match else None
-        if match is None or value is None:
+        if match is None or value is None or "\0" in value:  # no environment holds a NUL
             log.warning("%s line %d is not KEY=VALUE; it is skipped", source, number)
             continue
         found[match.group(1)] = value

@@ -73,6 +73,11 @@ def _value_problems(field: str, value: object, secret: bool, stored: bool) -> li
         kind = type(value).__name__
         return [f"field {field!r}: the value must be text (or a number), not {kind}"]
     text = str(value)
+    if "\0" in text or any("\ud800" <= char <= "\udfff" for char in text):
+        return [
+            f"field {field!r}: the value holds a NUL or an unpaired surrogate; give UTF-8 text "
+            "without NUL (it becomes an environment variable)"
+        ]
     if len(text) > MAX_VALUE_CHARS:
         return [
             f"field {field!r} has {len(text)} characters; a value may have at most "
