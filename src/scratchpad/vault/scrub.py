@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+import regex
+
 MIN_SECRET_CHARS = 6
 REDACTED = "[REDACTED]"
 HELD_WORD_CHARS = 256  # a trailing run of key characters held back by a stream, at most
@@ -148,7 +150,7 @@ class Scrubber:
         self._lock = threading.Lock()
         self._labels: dict[str, str] = {}  # each form of each secret → its replacement
         self._pattern: re.Pattern[str]
-        self._prefixes: frozenset[str] = frozenset()
+        self._partial: regex.Pattern[str]  # the same pattern, for matches cut by a chunk's end
         self._longest = 0
         self.version = 0  # grows with every change (callers re-scrub stored text on it)
         self._rebuild()
@@ -188,7 +190,7 @@ class Scrubber:
     def _rebuild(self) -> None:
         forms = list(self._labels)
         self._pattern = re.compile(trie_pattern(forms, KEY_SHAPES))
-        self._prefixes = frozenset(form[:i] for form in forms for i in range(1, len(form)))
+        self._partial = regex.compile(self._pattern.pattern)
         self._longest = max(map(len, forms), default=0)
         self.version += 1
 
@@ -227,16 +229,22 @@ class Scrubber:
         return StreamScrubber(self)
 
     def held_tail(self, text: str) -> int:
-        """How many trailing characters of ``text`` could begin a secret still to come: the
-        longest tail that starts a known form, or a trailing run of key characters."""
-        prefixes = self._prefixes
+        """How many trailing characters of ``text`` could begin a secret still to come: from
+        the first match the end of ``text`` cuts short (``regex``'s partial matching, over the
+        last longest-form characters), or a trailing run of key characters."""
+        end = len(text)
         held = 0
-        for size in range(min(len(text), max(self._longest - 1, 0)), 0, -1):
-            if text[-size:] in prefixes:
-                held = size
+        position = max(0, end - max(self._longest - 1, HELD_WORD_CHARS))
+        while position < end:
+            match = self._partial.search(text, position, partial=True)
+            if match is None or match.start() >= end:
                 break
-        word = _TRAILING_WORD.search(text, max(0, len(text) - HELD_WORD_CHARS))
-        return max(held, 0 if word is None else len(text) - word.start())
+            if match.partial or match.end() == end:
+                held = end - match.start()
+                break
+            position = max(match.end(), match.start() + 1)
+        word = _TRAILING_WORD.search(text, max(0, end - HELD_WORD_CHARS))
+        return max(held, 0 if word is None else end - word.start())
 
 
 class StreamScrubber:
