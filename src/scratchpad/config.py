@@ -77,6 +77,14 @@ class Settings(BaseSettings):
     vault_default_grant: Literal["all", "none"] = Field(
         "all", description="Connections a pad gets without grants of its own: all or none."
     )
+    probe_model: str | None = Field(
+        None,
+        description="The model that tests submitted credentials, as 'provider:model' "
+        "(default: the model setting).",
+    )
+    probe_timeout_s: float = Field(
+        90.0, gt=0, description="Longest a credential probe may run before it is a failure."
+    )
 
     # Observations (see scratchpad.observations).
     observations_db: Path | None = Field(

@@ -26,7 +26,8 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   └── InstallError         installing packages into the pad failed or timed out
     ├── VaultError               the vault cannot do what was asked (key, file, record)
     │   ├── VaultNotFoundError   no connection with that engine and name
-    │   └── VaultRecordError     one stored record is corrupt or cannot be decrypted
+    │   ├── VaultRecordError     one stored record is corrupt or cannot be decrypted
+    │   └── SubmissionNotFoundError  no staged credential submission with that id (or expired)
     └── AgentError               an agent directory cannot be used as asked (missing, no cycle)
         ├── AgentStateError      the agent's state file is not valid YAML or has a wrong type
         ├── AgentLockedError     another cycle holds the agent directory's lock
@@ -140,6 +141,13 @@ class VaultRecordError(VaultError):
     """One stored record is corrupt or cannot be decrypted with this key."""
 
 
+class SubmissionNotFoundError(VaultError, KeyError):
+    """No staged credential submission with that id (unknown, expired, or the server restarted)."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else "submission not found"
+
+
 class InstallError(PadError):
     """Installing packages into the pad failed or timed out."""
 
@@ -169,6 +177,7 @@ HTTP_STATUS: dict[type[ScratchpadError], int] = {
     InvalidInputError: 400,
     PadNotFoundError: 404,
     VaultNotFoundError: 404,
+    SubmissionNotFoundError: 404,
     ObservationNotFoundError: 404,
     PadClosedError: 409,
     AgentLockedError: 409,

@@ -5,10 +5,14 @@ or, when none runs, on the vault files directly. Both answer the same few questi
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import asyncio
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 import httpx
+from httpx_sse import connect_sse
 
 from scratchpad.config import Settings
 from scratchpad.errors import error_from_http
@@ -16,8 +20,12 @@ from scratchpad.vault.rescrub import rescrub_home
 from scratchpad.vault.scrub import scrubber
 from scratchpad.vault.store import Vault
 
+if TYPE_CHECKING:
+    from scratchpad.connect.submissions import Submission
+
 REQUEST_TIMEOUT_S = 60.0
 Entries = list[dict[str, Any]]  # (the method ``list`` hides the builtin in the classes)
+OnEvent = Callable[[dict[str, Any]], None]
 Pairs = list[tuple[str, str]]
 FieldValues = dict[str, str]
 Names = list[str]
@@ -35,6 +43,8 @@ class VaultAccess(Protocol):
     def grant(self, pad: str, engine: str, name: str) -> Pairs: ...
     def revoke(self, pad: str, engine: str, name: str) -> Pairs: ...
     def audit(self, limit: int) -> Entries: ...
+    def submit(self, body: dict[str, Any], on_event: OnEvent) -> None: ...
+    def test(self, engine: str, name: str, on_event: OnEvent) -> None: ...
 
 
 class DiskVault:
@@ -77,6 +87,42 @@ class DiskVault:
     def audit(self, limit: int) -> Entries:
         return self.vault.audit.read(limit)
 
+    def submit(self, body: dict[str, Any], on_event: OnEvent) -> None:
+        """Probe a submission here (``body`` as the HTTP endpoint takes it)."""
+        from scratchpad.connect.credentials import stage
+
+        self._probe(
+            lambda: stage(
+                body["form_spec"], body["values"], body.get("skipped", ()),
+                form_id=body.get("form_id"),
+            ), None, on_event,
+        )  # fmt: skip
+
+    def test(self, engine: str, name: str, on_event: OnEvent) -> None:
+        from scratchpad.connect.credentials import saved_submission
+
+        self._probe(lambda: saved_submission(self.vault, engine, name), (engine, name), on_event)
+
+    def _probe(
+        self, staged: Callable[[], Submission], saved: tuple[str, str] | None, on_event: OnEvent
+    ) -> None:
+        from scratchpad.connect.credentials import probe_provider, run_probe
+
+        settings = self.vault.settings
+        provider = probe_provider(settings)
+        submission = staged()
+        before = scrubber().version
+
+        async def follow() -> None:
+            async for event in run_probe(
+                submission, provider=provider, vault=self.vault, saved=saved
+            ):
+                on_event(event)
+
+        asyncio.run(follow())
+        if scrubber().version != before:  # a saved secret, new to this home
+            rescrub_home(settings.home, observations=settings.observations_path)
+
 
 class HttpVault:
     """The vault of this home's running server, through its HTTP API."""
@@ -91,13 +137,17 @@ class HttpVault:
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         answer = self._client.request(method, path, **kwargs)
         if answer.status_code >= 400:
-            try:
-                body = answer.json()
-            except ValueError:
-                body = {}
-            message = body.get("error") or f"the server answered {answer.status_code}"
-            raise error_from_http(answer.status_code, body.get("type"), message)
+            self._raise(answer)
         return answer.json()
+
+    @staticmethod
+    def _raise(answer: httpx.Response) -> None:
+        try:
+            body = answer.json()
+        except ValueError:
+            body = {}
+        message = body.get("error") or f"the server answered {answer.status_code}"
+        raise error_from_http(answer.status_code, body.get("type"), message)
 
     def list(self) -> Entries:
         return list(self._call("GET", "/v1/datasources")["datasources"])
@@ -124,6 +174,24 @@ class HttpVault:
 
     def audit(self, limit: int) -> Entries:
         return list(self._call("GET", "/v1/vault/audit", params={"limit": limit})["entries"])
+
+    def submit(self, body: dict[str, Any], on_event: OnEvent) -> None:
+        self._stream("/v1/datavault/submissions", body, on_event)
+
+    def test(self, engine: str, name: str, on_event: OnEvent) -> None:
+        self._stream(f"/v1/datasources/{_seg(engine)}/{_seg(name)}/test", None, on_event)
+
+    def _stream(self, path: str, body: dict[str, Any] | None, on_event: OnEvent) -> None:
+        """The server's event stream, each event to ``on_event`` (errors before it started
+        raised as the server's error class)."""
+        with connect_sse(self._client, "POST", path, json=body) as source:
+            answer = source.response
+            if answer.status_code >= 400:
+                answer.read()
+                self._raise(answer)
+            for event in source.iter_sse():
+                if event.data:
+                    on_event(json.loads(event.data))
 
 
 def _seg(text: str) -> str:

@@ -36,8 +36,10 @@ class Launcher:
         settings: Settings,
         worker: Path,
         secret_env: SecretEnv | None = None,
+        guarded: tuple[Path, ...] = (),
     ) -> None:
         self.name = name
+        self.guarded = guarded  # kept out of reach like the home (see sandboxing.pad_rules)
         self.root = root
         self.cwd = cwd
         self.settings = settings
@@ -153,4 +155,5 @@ class Launcher:
             root=self.root,
             tmp=self._tmp,
             hidden=hidden,
+            guarded=self.guarded,
         )

@@ -57,6 +57,7 @@ class LocalRuntime(ScratchpadRuntime):
         settings: Settings,
         worker: Path = WORKER_PATH,
         secret_env: SecretEnv | None = None,
+        guarded: tuple[Path, ...] = (),
     ) -> None:
         super().__init__(name, compact_keep=settings.compact_keep_cells)
         self.root = root
@@ -73,8 +74,9 @@ class LocalRuntime(ScratchpadRuntime):
         self._deaths_in_a_row = 0
         self._death_reported = False  # the last death was already told in its cell
         self._launcher = Launcher(
-            name, root=root, cwd=cwd, settings=settings, worker=worker, secret_env=secret_env
-        )
+            name, root=root, cwd=cwd, settings=settings, worker=worker, secret_env=secret_env,
+            guarded=guarded,
+        )  # fmt: skip
         self._history = CellHistory(root / "history.jsonl", settings.history_max_bytes)
         self._loaded = False
         self._by_id: dict[str, Cell] | None = None  # recorded cells, once a submit names one

@@ -75,15 +75,21 @@ def pad_root(settings: Settings, name: str) -> Path:
 
 
 def local_factory(
-    settings: Settings, cwd: Path, secrets: Callable[[str], dict[str, str]] | None = None
+    settings: Settings,
+    cwd: Path,
+    secrets: Callable[[str], dict[str, str]] | None = None,
+    guarded: tuple[Path, ...] = (),
 ) -> RuntimeFactory:
     """The default backend: a venv under ``<home>/pads/<dir>`` and a kernel in ``cwd``;
-    ``secrets(name)`` gives a pad's vault variables at each kernel start."""
+    ``secrets(name)`` gives a pad's vault variables at each kernel start; ``guarded``
+    directories stay out of the kernels' reach like the home."""
 
     def build(name: str) -> ScratchpadRuntime:
         secret_env = (lambda: secrets(name)) if secrets is not None else None
         root = pad_root(settings, name)
-        return LocalRuntime(name, root=root, cwd=cwd, settings=settings, secret_env=secret_env)
+        return LocalRuntime(
+            name, root=root, cwd=cwd, settings=settings, secret_env=secret_env, guarded=guarded
+        )
 
     return build
 

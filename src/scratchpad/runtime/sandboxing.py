@@ -25,7 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from scratchpad.config import Settings
@@ -112,21 +112,22 @@ def _holds(tree: Path, path: Path) -> bool:
     return path == tree or tree in path.parents
 
 
-def around(tree: Path, home: Path, mode: str) -> list[Rule]:
-    """Rules granting ``mode`` on ``tree`` except ``home`` (both resolved), by descent."""
-    if _holds(home, tree):
-        return []  # the tree is inside the home: nothing of it
-    if not _holds(tree, home):
+def around(tree: Path, homes: Path | Iterable[Path], mode: str) -> list[Rule]:
+    """Rules granting ``mode`` on ``tree`` except each of ``homes`` (all resolved), by
+    descent."""
+    excluded = [homes] if isinstance(homes, Path) else list(homes)
+    if any(_holds(home, tree) for home in excluded):
+        return []  # the tree is inside a home: nothing of it
+    inside = [home for home in excluded if _holds(tree, home)]
+    if not inside:
         return [(str(tree), mode)]
-    rules: list[Rule] = []
-    current = tree
-    for part in home.relative_to(tree).parts:
-        rules.append((str(current), "list"))
-        step = current / part
-        for child in _entries(current):
-            if child != step and not _reaches(child, home):
-                rules.append((str(child), mode))
-        current = step
+    steps = sorted({tree / home.relative_to(tree).parts[0] for home in inside})
+    rules: list[Rule] = [(str(tree), "list")]
+    for child in _entries(tree):
+        if child not in steps and not any(_reaches(child, home) for home in inside):
+            rules.append((str(child), mode))
+    for step in steps:
+        rules += around(step, inside, mode)
     return rules
 
 
@@ -146,13 +147,20 @@ def _reaches(path: Path, home: Path) -> bool:
 
 
 def pad_rules(
-    *, home: Path, workspace: Path, root: Path, tmp: Path, hidden: bool = False
+    *,
+    home: Path,
+    workspace: Path,
+    root: Path,
+    tmp: Path,
+    hidden: bool = False,
+    guarded: Iterable[Path] = (),
 ) -> list[Rule]:
     """Every rule of one pad's kernel (see the module docstring); ``hidden``: the kernel
     hides the home in a mount namespace (see :func:`hide_spec`), so the whole workspace is
-    granted."""
+    granted. ``guarded``: more directories kept out of reach like the home, except where
+    they hold the workspace (a credential probe's pads: the server's home holds theirs)."""
     home = _real(home)
-    rules = around(Path("/"), home, "ro")
+    rules = around(Path("/"), [home, *map(_real, guarded)], "ro")
     workspace = _real(workspace)
     rules += [(str(workspace), "rw")] if hidden else around(workspace, home, "rw")
     rules += [(str(root / name), "rw") for name in VENV_DIRS if (root / name).exists()]

@@ -37,6 +37,7 @@ from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id
 from scratchpad.runtime.cell import new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.timeouts import check_timeout
+from scratchpad.server.datavault_routes import datavault_routes
 from scratchpad.server.frames import cell_frames
 from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
 from scratchpad.server.housekeeping import housekeeping
@@ -119,6 +120,7 @@ def create_app(
     _protocol_routes(app, manager)
     _read_routes(app, manager)
     vault_routes(app, manager)
+    datavault_routes(app, manager)
     app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint))
     return app
 

@@ -45,12 +45,16 @@ class EventStream(Response):
         *,
         ping_s: float = PING_S,
         on_disconnect: Callable[[], None] | None = None,
+        final_types: frozenset[str] = FINAL_TYPES,
+        named: bool = False,
     ) -> None:
         # Not Response.__init__: it would add a content-length. no-store: nothing may cache a
         # cell; x-accel-buffering: proxies must not hold frames back.
         self.frames = frames
         self.ping_s = ping_s
         self.on_disconnect = on_disconnect
+        self.final_types = final_types
+        self.named = named  # each frame also says its type on an ``event:`` line
         self._final_queued = False
         self.status_code = 200
         self.background = None
@@ -99,11 +103,11 @@ class EventStream(Response):
     async def _produce(self) -> None:
         try:
             async for message in self.frames:
-                final = message.get("type") in FINAL_TYPES
+                final = message.get("type") in self.final_types
                 if final and _big(message):  # a cell of many MB: encode it off the loop
-                    data = await asyncio.to_thread(encode, message)
+                    data = await asyncio.to_thread(encode, message, self.named)
                 else:
-                    data = encode(message)
+                    data = encode(message, self.named)
                 if self._backlog > BACKLOG_BYTES and not final:
                     self._dropped += 1
                     continue
@@ -127,12 +131,17 @@ def _big(message: dict[str, Any]) -> bool:
     return rough_chars(cell) > BIG_FRAME_CHARS
 
 
-def encode(message: dict[str, Any]) -> bytes:
-    """One frame; text that cannot be UTF-8 (a lone surrogate that slipped past the core's
-    cleaning) becomes U+FFFD rather than breaking the stream."""
+def encode(message: dict[str, Any], named: bool = False) -> bytes:
+    """One frame (``named``: with an ``event:`` line of its type); text that cannot be UTF-8
+    (a lone surrogate that slipped past the core's cleaning) becomes U+FFFD rather than
+    breaking the stream."""
     text = json.dumps(message, ensure_ascii=False)
     try:
         data = text.encode()
     except UnicodeEncodeError:
         data = clean_text(text).encode()
-    return b"data: " + data + b"\n\n"
+    frame = b"data: " + data + b"\n\n"
+    kind = message.get("type")
+    if named and isinstance(kind, str) and kind.isprintable():
+        frame = b"event: " + clean_text(kind).encode() + b"\n" + frame
+    return frame

@@ -216,13 +216,7 @@ class Scrubber:
 
     def scrub_data(self, data: Any) -> Any:
         """Strings anywhere in nested lists and dicts (keys too) scrubbed; the rest as is."""
-        if isinstance(data, str):
-            return self.scrub(data)
-        if isinstance(data, dict):
-            return {self.scrub_data(k): self.scrub_data(v) for k, v in data.items()}
-        if isinstance(data, list | tuple):
-            return type(data)(self.scrub_data(item) for item in data)
-        return data
+        return map_strings(data, self.scrub)
 
     def stream(self) -> StreamScrubber:
         """A scrubber for one stream of chunks (a cell's stdout, say)."""
@@ -275,6 +269,17 @@ class StreamScrubber:
         """What is still held back, scrubbed (the stream ended)."""
         text, self._pending = self._pending, ""
         return self._scrubber.scrub(text)
+
+
+def map_strings(data: Any, function: Callable[[str], str]) -> Any:
+    """``function`` applied to every string in nested lists, tuples and dicts (keys too)."""
+    if isinstance(data, str):
+        return function(data)
+    if isinstance(data, dict):
+        return {map_strings(k, function): map_strings(v, function) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return type(data)(map_strings(item, function) for item in data)
+    return data
 
 
 _SCRUBBER = Scrubber()

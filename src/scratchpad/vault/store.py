@@ -12,16 +12,22 @@ save, delete, grant and revoke calls them with (event, engine, name) after it is
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidInputError, VaultError, VaultNotFoundError, VaultRecordError
-from scratchpad.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, private_dir
+from scratchpad.fsutil import (
+    PRIVATE_FILE_MODE,
+    atomic_write_bytes,
+    create_exclusive,
+    private_dir,
+)
 from scratchpad.vault import records
 from scratchpad.vault.audit import AuditLog, Event
 from scratchpad.vault.dotenv import ENV_FILE, read_env_file, secrets_of
@@ -79,13 +85,50 @@ class Vault:
             old = self._read(engine, name) if self._path(engine, name).exists() else None
             record = records.build(engine, name, fields, secure_keys, old)
             self._check_no_clash(engine, name)
-            data = json.dumps(record, ensure_ascii=False).encode("utf-8")
-            private_dir(self.directory)
-            sealed = self._fernet(create=True).encrypt(data)
-            atomic_write_bytes(self._path(engine, name), sealed, mode=PRIVATE_FILE_MODE)
+            atomic_write_bytes(self._path(engine, name), self._seal(record), mode=PRIVATE_FILE_MODE)
         register(records.secrets_of(record))
         self._changed("save", engine, name)
         return records.masked(record)
+
+    def add(
+        self,
+        engine: str,
+        fields: Mapping[str, object],
+        secure_keys: Iterable[str] | None = None,
+        *,
+        name: str | None = None,
+    ) -> Record:
+        """Store a new connection, never replacing one: under ``name`` when it is free, else
+        ``name-2``, ``name-3``, ... (without a name: "1", "2", ...). The file is created
+        exclusively, so two processes adding at once get two connections."""
+        self.prime()
+        check_name(engine, "engine")
+        if name is not None:
+            check_name(name, "connection name")
+        with self._lock:
+            for candidate in self._free_names(engine, name):
+                record = records.build(engine, candidate, fields, secure_keys, None)
+                if create_exclusive(self._path(engine, candidate), self._seal(record)):
+                    break
+        register(records.secrets_of(record))
+        self._changed("save", engine, candidate)
+        return records.masked(record)
+
+    def _free_names(self, engine: str, base: str | None) -> Iterator[str]:
+        """Names not taken (on disk or by a clash of variables) at the time asked."""
+        for number in itertools.count(1):
+            if base is None:
+                candidate = str(number)
+            else:
+                candidate = base if number == 1 else f"{base[:60]}-{number}"
+            if not self._path(engine, candidate).exists() and not self._clash(engine, candidate):
+                yield candidate
+
+    def _seal(self, record: Record) -> bytes:
+        data = json.dumps(record, ensure_ascii=False).encode("utf-8")
+        private_dir(self.directory)
+        sealed: bytes = self._fernet(create=True).encrypt(data)
+        return sealed
 
     def load(self, engine: str, name: str) -> dict[str, str]:
         """The connection's field values (for code that must use them)."""
@@ -130,10 +173,7 @@ class Vault:
     def next_name(self, engine: str) -> str:
         """A free connection name for ``engine``: "1", "2", ... (never an existing one)."""
         check_name(engine, "engine")
-        number = 1
-        while self._path(engine, str(number)).exists() or self._clash(engine, str(number)):
-            number += 1
-        return str(number)
+        return next(self._free_names(engine, None))
 
     def validate(
         self, engine: object, name: object, fields: object, secure_keys: object = None

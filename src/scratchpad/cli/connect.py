@@ -1,0 +1,212 @@
+"""``scratchpad vault connect ENGINE`` and ``scratchpad vault test ENGINE NAME``: the credential
+form and its probe in a terminal.
+
+``connect`` asks for the engine's fields (hidden input for secret ones; Enter skips an
+optional field), submits them to the probe (this home's server when one runs, else here),
+shows what the probe does, and on success the connection is saved. When the probe asks for
+more fields, or a field is wrong, it asks for those and submits again. The form is kept the
+way the web panel keeps it: every patch block of the stream is merged into it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import typer
+
+from scratchpad.cli.commands import Command
+from scratchpad.cli.output import console, shown
+from scratchpad.cli.vault import (
+    EngineArg,
+    FieldOpt,
+    FileOpt,
+    NameArg,
+    SecretOpt,
+    StdinOpt,
+    given_values,
+    vault_app,
+    with_vault,
+)
+from scratchpad.cli.vaultclient import VaultAccess
+from scratchpad.errors import InvalidInputError
+from scratchpad.vault.engines import engine_form, get_engine
+from scratchpad.vault.forms import (
+    FORM_BLOCK,
+    check_spec,
+    fields_of,
+    find_blocks,
+    is_secret_field,
+    merge_patch,
+    method_of,
+)
+
+MAX_ROUNDS = 5
+BLOCK_RE = re.compile(r"\n?```data-vault-form(?:-patch)?\n.*?\n```\n?", re.DOTALL)
+RESULT_LINES = 6
+FINAL = ("response.completed", "response.failed")
+
+
+class TerminalForm:
+    """A form on a terminal: patched by the stream, filled in by the person."""
+
+    def __init__(self, form: dict[str, Any] | None) -> None:
+        self.form = check_spec(form) if form is not None else {}  # None: shown, not filled
+        self.values: dict[str, str] = {}
+        self.skipped: list[str] = []
+        self.status = ""  # how the last round ended
+
+    def fields(self) -> list[dict[str, Any]]:
+        method = method_of(self.form)
+        return fields_of(self.form, None if method is None else str(method["id"]))
+
+    def body(self) -> dict[str, Any]:
+        names = {f["name"] for f in self.fields()}
+        return {
+            "form_id": self.form["form_id"],
+            "form_spec": self.form,
+            "values": {k: v for k, v in self.values.items() if k in names},
+            "skipped": [n for n in self.skipped if n in names],
+        }
+
+    def follow(self, event: dict[str, Any]) -> None:
+        """Show one event of the stream; merge its patches into the form."""
+        kind = event.get("type")
+        if kind == "response.output_text.delta":
+            self._delta(str(event.get("delta", "")))
+        elif kind == "response.in_progress":
+            _thought(str(event.get("thought_role", "")), event.get("thought") or {})
+        elif kind in FINAL:
+            response = event.get("response") or {}
+            self.status = str(response.get("status", "failed"))
+            error = (response.get("error") or {}).get("message")
+            if error:
+                console.print(f"[red]{shown(error)}[/red]")
+
+    def _delta(self, text: str) -> None:
+        for kind, block in find_blocks(text):
+            before = {f["name"]: f.get("status") for f in self.fields()}
+            before_status = self.form.get("status_text")
+            self.form = block if kind == FORM_BLOCK else merge_patch(self.form, block)
+            status = self.form.get("status_text")
+            if status and status != before_status:
+                console.print(f"[dim]· {shown(status)}[/dim]")
+            for field in self.fields():
+                if field.get("status") and field.get("status") != before.get(field["name"]):
+                    console.print(f"[dim]· {shown(field['name'])}: {shown(field['status'])}[/dim]")
+        prose = BLOCK_RE.sub("", text)
+        if prose.strip():
+            console.print(shown(prose), end="")
+
+    def ask(self, interactive: bool) -> None:
+        """Ask for every field without a value yet, or with an error to fix."""
+        self._choose_method(interactive)
+        for field in self.fields():
+            name = field["name"]
+            if name in self.skipped and not field.get("error"):
+                continue
+            if self.values.get(name) and not field.get("error"):
+                continue
+            if not interactive:
+                if field.get("required") and name not in self.values:
+                    raise InvalidInputError(f"field {name!r} is not on standard input")
+                continue
+            self._ask_field(field)
+
+    def _choose_method(self, interactive: bool) -> None:
+        methods = self.form.get("methods") or []
+        if not methods or method_of(self.form) is not None:
+            return
+        ids = [str(m["id"]) for m in methods]
+        if not interactive:
+            raise InvalidInputError(f"choose a method: {', '.join(ids)}")
+        for method in methods:
+            console.print(f"  {shown(method['id'])}: {shown(method.get('description', ''))}")
+        choice = typer.prompt("method", type=typer.Choice(ids), default=ids[0])
+        self.form = {**self.form, "auth_method": choice, "selected_method": choice}
+
+    def _ask_field(self, field: dict[str, Any]) -> None:
+        name = field["name"]
+        label = str(field.get("label") or name)
+        for note in (field.get("error"), field.get("help")):
+            if note:
+                console.print(f"[dim]{shown(label)}: {shown(note)}[/dim]")
+                break
+        optional = not field.get("required") and field.get("skipable", True)
+        prompt = f"{label}{' (optional, Enter skips)' if optional else ''}"
+        default = field.get("default")
+        if field.get("type") == "boolean":
+            value = "true" if typer.confirm(prompt, default=bool(default)) else "false"
+        else:
+            value = str(typer.prompt(prompt, default="" if default is None else str(default),
+                                     hide_input=is_secret_field(field),
+                                     show_default=not is_secret_field(field)))  # fmt: skip
+        if value == "" and optional:
+            self.skipped.append(name)
+            self.values.pop(name, None)
+        else:
+            self.values[name] = value
+            self.skipped = [n for n in self.skipped if n != name]
+
+
+def _thought(role: str, thought: dict[str, Any]) -> None:
+    if role == "scratchpad.start":
+        what = thought.get("description") or thought.get("action") or "cell"
+        console.print(f"[cyan]▸ {shown(what)}[/cyan]")
+    elif role == "scratchpad.result":
+        lines = str(thought.get("text", "")).strip().splitlines()
+        for line in lines[:RESULT_LINES]:
+            console.print(f"[dim]  {shown(line)}[/dim]")
+        if len(lines) > RESULT_LINES:
+            console.print(f"[dim]  … {len(lines) - RESULT_LINES} more lines[/dim]")
+
+
+def _form_for(engine: str, fields: list[str], secrets: list[str]) -> dict[str, Any]:
+    if fields or secrets:
+        return {
+            "engine": engine,
+            "title": f"Connect to {engine}",
+            "fields": [{"name": n, "type": "password" if n in secrets else "text",
+                        "required": True} for n in dict.fromkeys([*fields, *secrets])],
+        }  # fmt: skip
+    if get_engine(engine) is None:
+        raise InvalidInputError(
+            f"{engine!r} is not a known engine: name its fields with --field NAME and "
+            "--secret NAME (or pick a known engine)"
+        )
+    return engine_form(engine)
+
+
+@vault_app.command("connect", cls=Command)
+def connect(
+    engine: EngineArg,
+    field: FieldOpt = None,
+    secret: SecretOpt = None,
+    from_file: FileOpt = None,
+    stdin: StdinOpt = False,
+) -> None:
+    """Add a connection that works: asks for the engine's fields (or --field / --secret of a
+    custom engine), tests them with the probe, saves them on success."""
+
+    def job(vault: VaultAccess) -> str:
+        form = TerminalForm(_form_for(engine, list(field or []), list(secret or [])))
+        form.values.update(given_values(from_file, stdin))
+        for _ in range(MAX_ROUNDS):
+            form.ask(interactive=not stdin)
+            vault.submit(form.body(), form.follow)
+            if form.status not in ("retry", "needs_input") or stdin:
+                return form.status
+        return form.status
+
+    if with_vault(job) != "success":
+        raise typer.Exit(1)
+
+
+@vault_app.command("test", cls=Command)
+def test(engine: EngineArg, name: NameArg) -> None:
+    """Test a saved connection with the probe (nothing is changed); exit 1 when it fails."""
+    form = TerminalForm(None)
+    with_vault(lambda vault: vault.test(engine, name, form.follow))
+    if form.status != "success":
+        raise typer.Exit(1)
+

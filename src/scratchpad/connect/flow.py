@@ -1,0 +1,290 @@
+"""A submission's stream: check it, probe it, save it, and tell the form and the chat.
+
+The events use the vocabulary of a streamed Responses API turn, so a client that reads one
+reads the other: ``response.created``; ``response.output_text.delta`` (the chat line, and
+``data-vault-form-patch`` blocks that keep the form live); ``response.in_progress`` (the
+probe's scratchpad calls: ``thought_role`` ``scratchpad.start`` / ``scratchpad.result`` /
+``scratchpad.end``); then ``response.completed`` (``response.status``: success, needs_input,
+retry or failed) or ``response.failed`` (the probe could not run). Each has a
+``sequence_number`` from 0. Every string of every event passes the probe's scrubber.
+
+- retry: the engine's shape check failed (no probe ran); the fields say what to fix.
+- success: the connection is saved as a new one (never over another), or for a connection
+  already saved (:func:`saved_submission`), nothing is written.
+- failed: the vault is untouched; the form shows the diagnosis.
+- needs_input: the fields the probe asked for are appended to the form.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from scratchpad.config import Settings
+from scratchpad.connect.probe import Probe, submission_scrubber
+from scratchpad.connect.probe_tools import ProbeEvent, Verdict
+from scratchpad.connect.submissions import Submission
+from scratchpad.errors import ScratchpadError
+from scratchpad.llm.provider import Provider
+from scratchpad.text import cut_middle
+from scratchpad.vault.engines import shape_problems
+from scratchpad.vault.forms import patch_block
+from scratchpad.vault.names import env_name
+from scratchpad.vault.scrub import MIN_SECRET_CHARS, map_strings
+from scratchpad.vault.store import Vault
+
+log = logging.getLogger(__name__)
+CELL_TEXT_CHARS = 8000
+SUCCESS_ACTIONS = [
+    {"id": "close", "label": "Close", "kind": "secondary"},
+    {"id": "view_connections", "label": "View connections →", "kind": "primary"},
+]
+
+
+class ResponseEvents:
+    """The events of one stream, numbered in order and scrubbed."""
+
+    def __init__(self, submission: Submission, scrub: Callable[[str], str]) -> None:
+        self.submission = submission
+        self.scrub = scrub
+        self._sequence = 0
+
+    def event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        payload = {"type": kind, "sequence_number": self._sequence, **fields}
+        self._sequence += 1
+        scrubbed: dict[str, Any] = map_strings(payload, self.scrub)
+        return scrubbed
+
+    def response(self, status: str, **more: Any) -> dict[str, Any]:
+        sub = self.submission
+        return {"id": sub.id, "object": "response", "status": status,
+                "submission_id": sub.id, "form_id": sub.form_id, **more}  # fmt: skip
+
+    def created(self) -> dict[str, Any]:
+        return self.event("response.created", response=self.response("in_progress"))
+
+    def text(self, text: str) -> dict[str, Any]:
+        return self.event("response.output_text.delta", item_id=self.submission.id,
+                          output_index=0, content_index=0, delta=text)  # fmt: skip
+
+    def patch(self, **changes: Any) -> dict[str, Any]:
+        patch = map_strings({"form_id": self.submission.form_id, **changes}, self.scrub)
+        return self.text("\n" + patch_block(patch) + "\n")
+
+    def thought(self, role: str, **thought: Any) -> dict[str, Any]:
+        return self.event("response.in_progress", response=self.response("in_progress"),
+                          thought_role=role, thought=thought)  # fmt: skip
+
+    def completed(self, status: str, text: str, **more: Any) -> dict[str, Any]:
+        response = self.response(status, output_text=text, **more)
+        return self.event("response.completed", response=response)
+
+    def failed(self, message: str, code: str) -> dict[str, Any]:
+        error = {"code": code, "message": message}
+        return self.event("response.failed", response=self.response("failed", error=error))
+
+
+async def submission_events(
+    submission: Submission,
+    *,
+    provider: Provider,
+    vault: Vault,
+    settings: Settings,
+    saved: tuple[str, str] | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    """The whole stream of one submission (see the module docstring). ``saved``: the
+    (engine, name) the values come from, when testing a stored connection."""
+    events = ResponseEvents(submission, submission_scrubber(submission))
+    yield events.created()
+    submission.status = "probing"
+    try:
+        problems = _problems(submission)
+        if problems:
+            for event in _retry(events, problems):
+                yield event
+            return
+        yield events.text(f"Testing the {submission.engine} connection…\n")
+        cleared = {f["name"]: {"error": None, "status": None} for f in submission.fields()}
+        yield events.patch(_is_probing=True, _is_success=None, form_error=None,
+                           form_warning=None, status_text="Testing the connection…",
+                           **_field_changes(submission, cleared))  # fmt: skip
+        probe = Probe(submission, provider=provider, settings=settings, scrub=events.scrub)
+        async for probe_event in probe.events():
+            for event in _translated(events, probe_event):
+                yield event
+        for event in _verdict(events, probe.verdict, vault, saved):
+            yield event
+    except ScratchpadError as exc:
+        for event in _fail(events, f"The connection could not be tested: {exc}", exc):
+            yield event
+    except Exception as exc:
+        log.exception("the probe of submission %s failed", submission.id)
+        for event in _fail(events, "The connection could not be tested: internal error.", exc):
+            yield event
+    finally:
+        submission.forget_values()
+
+
+def _problems(submission: Submission) -> dict[str, str]:
+    """The engine's shape check, and secrets too short to be kept secret."""
+    values = {k: v for k, v in submission.values.items() if k not in submission.skipped}
+    problems = shape_problems(submission.form, values, submission.skipped)
+    for name in submission.secret_fields():
+        if 0 < len(values.get(name, "")) < MIN_SECRET_CHARS:
+            problems.setdefault(
+                name, f"Too short to keep secret: use at least {MIN_SECRET_CHARS} characters."
+            )
+    return problems
+
+
+def _retry(events: ResponseEvents, problems: dict[str, str]) -> list[dict[str, Any]]:
+    submission = events.submission
+    submission.status = "retry"
+    submission.outcome = {"status": "retry", "fields": sorted(problems)}
+    fields = {name: {"error": message} for name, message in problems.items()}
+    message = "Some fields need fixing before the connection can be tested."
+    listed = "; ".join(f"{name}: {message}" for name, message in problems.items())
+    return [
+        events.patch(form_error=message, status_text=None, _is_probing=False,
+                     **_field_changes(submission, fields)),  # fmt: skip
+        events.text(f"{message} ({listed})\n"),
+        events.completed("retry", f"{message} ({listed})", fields=sorted(problems)),
+    ]
+
+
+def _translated(events: ResponseEvents, event: ProbeEvent) -> list[dict[str, Any]]:
+    data = event.data
+    if event.kind == "status":
+        return [events.patch(status_text=data["text"])]
+    if event.kind in ("field_status", "remove_field"):
+        change = {"status": data["status"]} if event.kind == "field_status" else None
+        return [events.patch(**_where(data["method_id"], {data["name"]: change}))]
+    if event.kind == "switch_method":
+        return [events.patch(selected_method=data["method_id"], status_text=data["reason"])]
+    if event.kind == "text":
+        return [events.text(data["text"])]
+    if event.kind == "cell_start":
+        return [events.thought("scratchpad.start", pad="probe", **data)]
+    if event.kind == "cell_result":
+        text = cut_middle(data["text"], CELL_TEXT_CHARS)
+        return [
+            events.thought("scratchpad.result", pad="probe", ok=data["ok"], text=text),
+            events.thought("scratchpad.end", pad="probe", ok=data["ok"]),
+        ]
+    return []
+
+
+def _verdict(
+    events: ResponseEvents, verdict: Verdict, vault: Vault, saved: tuple[str, str] | None
+) -> list[dict[str, Any]]:
+    submission = events.submission
+    if verdict.status == "success":
+        try:
+            engine, name = saved or _save(submission, vault)
+        except ScratchpadError as exc:
+            verdict = Verdict("failed", error=f"The connection works but was not saved: {exc}",
+                              follow_up="Fix what the message says and submit again.")  # fmt: skip
+        else:
+            vault.audit.append("probe", engine, name)
+            return _success(events, verdict, vault, engine, name)
+    vault.audit.append("probe", submission.engine, saved[1] if saved else submission.id)
+    if verdict.status == "needs_input":
+        return _needs_input(events, verdict)
+    return _failure(events, verdict)
+
+
+def _save(submission: Submission, vault: Vault) -> tuple[str, str]:
+    """A new connection of the submitted values (skipped and empty fields left out)."""
+    fields: dict[str, object] = {
+        name: value
+        for name, value in submission.values.items()
+        if value != "" and name not in submission.skipped
+    }
+    if submission.method_id is not None:
+        fields["_auth_method"] = submission.method_id
+    secret = [name for name in submission.secret_fields() if name in fields]
+    record = vault.add(submission.engine, fields, secret)
+    return str(record["engine"]), str(record["name"])
+
+
+def _success(
+    events: ResponseEvents, verdict: Verdict, vault: Vault, engine: str, name: str
+) -> list[dict[str, Any]]:
+    submission = events.submission
+    variables = [env_name(engine, name, f) for f in vault.load(engine, name) if f[:1] != "_"]
+    connection = {"engine": engine, "name": name, "variables": variables}
+    submission.status = "success"
+    submission.outcome = {"status": "success", "summary": verdict.summary,
+                          "connection": connection}  # fmt: skip
+    text = (
+        f"Connected: {verdict.summary} Saved as {engine}/{name}; pads get "
+        f"{', '.join(variables)}."
+    )
+    return [
+        events.patch(_is_success=True, _is_probing=False, status_text=None, form_error=None,
+                     subtitle=verdict.summary, actions=SUCCESS_ACTIONS),  # fmt: skip
+        events.text(text + "\n"),
+        events.completed("success", text, connection=connection),
+    ]
+
+
+def _failure(events: ResponseEvents, verdict: Verdict) -> list[dict[str, Any]]:
+    submission = events.submission
+    submission.status = "failed"
+    submission.outcome = {"status": "failed", "error": verdict.error,
+                          "follow_up": verdict.follow_up}  # fmt: skip
+    text = f"The connection failed: {verdict.error} {verdict.follow_up}".strip()
+    return [
+        events.patch(form_error=verdict.error, form_warning=verdict.follow_up or None,
+                     status_text=None, _is_probing=False),  # fmt: skip
+        events.text(text + "\n"),
+        events.completed("failed", text, error=verdict.error, follow_up=verdict.follow_up),
+    ]
+
+
+def _needs_input(events: ResponseEvents, verdict: Verdict) -> list[dict[str, Any]]:
+    submission = events.submission
+    names = [f["name"] for f in verdict.fields]
+    submission.status = "needs_input"
+    submission.outcome = {"status": "needs_input", "reason": verdict.reason, "fields": names}
+    new_fields = {f["name"]: f for f in verdict.fields}
+    text = f"More is needed: {verdict.reason} (new fields: {', '.join(names)})"
+    return [
+        events.patch(subtitle=verdict.reason, status_text=None, _is_probing=False,
+                     form_error=None,
+                     **_where(verdict.method_id or submission.method_id, new_fields)),  # fmt: skip
+        events.text(text + "\n"),
+        events.completed("needs_input", text, reason=verdict.reason, fields=names),
+    ]
+
+
+def _fail(events: ResponseEvents, message: str, exc: Exception) -> list[dict[str, Any]]:
+    submission = events.submission
+    submission.status = "failed"
+    submission.outcome = {"status": "failed", "error": message}
+    code = type(exc).__name__ if isinstance(exc, ScratchpadError) else "InternalError"
+    return [
+        events.patch(form_error=message, status_text=None, _is_probing=False),
+        events.failed(message, code),
+    ]
+
+
+def _where(method_id: str | None, fields: dict[str, Any]) -> dict[str, Any]:
+    """A patch's changes to fields, at the top level or inside method ``method_id``."""
+    if method_id is None:
+        return {"fields": fields}
+    return {"methods": {method_id: {"fields": fields}}}
+
+
+def _field_changes(submission: Submission, fields: dict[str, Any]) -> dict[str, Any]:
+    """Changes to fields wherever each lives (the shared ones, or the chosen method's)."""
+    shared = {f["name"] for f in submission.form.get("fields") or []}
+    top = {n: c for n, c in fields.items() if n in shared}
+    inner = {n: c for n, c in fields.items() if n not in shared}
+    changes: dict[str, Any] = {"fields": top} if top else {}
+    if inner and submission.method_id is not None:
+        changes["methods"] = {submission.method_id: {"fields": inner}}
+    elif inner:
+        changes.setdefault("fields", {}).update(inner)
+    return changes

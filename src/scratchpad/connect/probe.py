@@ -1,0 +1,189 @@
+"""The headless probe: a second model, in a session of its own, tests one submission.
+
+The session keeps nothing (no id, no history, no files) and has no vault: its pads live in a
+private directory of their own (``<home>/probes/<id>/``, 0700) whose pad manager gives them
+no credentials. The submitted values reach the pad only as ``credentials.env`` in that
+directory (0600); the file and the directory are removed in ``finally``, the pads with them.
+
+Everything the probe says or prints passes a scrubber that knows every submitted value, on
+top of the process's one (which learns the secret ones first), before the model or anyone
+else sees it. The probe ends with exactly one verdict: the last one it gave, a failure
+("Probe ended without a verdict.") when it gave none, or a failure when it ran out of time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import shutil
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from scratchpad.agent.events import SessionEvent
+from scratchpad.agent.session import Session
+from scratchpad.config import Settings
+from scratchpad.connect.probe_tools import ProbeEvent, ProbeTools, Verdict
+from scratchpad.connect.prompt import ENV_FILE_NAME, USER_MESSAGE, env_variable, probe_prompt
+from scratchpad.connect.submissions import Submission
+from scratchpad.fsutil import PRIVATE_FILE_MODE, private_dir
+from scratchpad.llm.provider import Provider
+from scratchpad.runtime.manager import ScratchpadManager, local_factory
+from scratchpad.tools.builtin import builtin_registry
+from scratchpad.tools.scratchpad_tool import NAME as SCRATCHPAD
+from scratchpad.vault.scrub import Scrubber, register
+from scratchpad.vault.scrub import scrub as process_scrub
+
+PROBES_DIR = "probes"
+NO_VERDICT = Verdict(
+    "failed",
+    error="Probe ended without a verdict.",
+    follow_up="Submit again; if it happens again, the probe's model may not follow its "
+    "instructions (see SCRATCHPAD_PROBE_MODEL).",
+)
+
+
+def timed_out(timeout_s: float) -> Verdict:
+    return Verdict(
+        "failed",
+        error=f"Probe timed out after {timeout_s:g}s.",
+        follow_up="Check that the service is reachable from this machine, then submit again.",
+    )
+
+
+def submission_scrubber(submission: Submission) -> Callable[[str], str]:
+    """The process's scrubber, then one that knows every value of ``submission`` (a host
+    name too: it is not the vault's business, but it is not the probe's to show either).
+    The secret values are registered with the process's scrubber for good."""
+    register((submission.values[n], env_variable(n)) for n in submission.secret_fields()
+             if n in submission.values)  # fmt: skip
+    local = Scrubber()
+    local.add_many({value: env_variable(name) for name, value in submission.values.items()})
+    return lambda text: local.scrub(process_scrub(text))
+
+
+class Probe:
+    """One run of the probe; iterate :meth:`events`, then read :attr:`verdict`."""
+
+    def __init__(
+        self,
+        submission: Submission,
+        *,
+        provider: Provider,
+        settings: Settings,
+        scrub: Callable[[str], str] | None = None,
+    ) -> None:
+        self.submission = submission
+        self.provider = provider
+        self.settings = settings
+        self.scrub = scrub or submission_scrubber(submission)
+        self.verdict: Verdict = NO_VERDICT
+
+    async def events(self) -> AsyncIterator[ProbeEvent]:
+        """What the probe does, as it happens; the verdict is set when this ends. Errors of
+        the probe's model or pad (LLMError, PadError) propagate."""
+        directory = self._directory()
+        env_path = directory / ENV_FILE_NAME
+        manager: ScratchpadManager | None = None
+        try:
+            write_env_file(env_path, self._env())
+            manager = probe_manager(self.settings, directory)
+            async for event in self._run(manager, env_path):
+                yield event
+        finally:
+            env_path.unlink(missing_ok=True)
+            if manager is not None:
+                await _remove_pads(manager)
+            await asyncio.to_thread(shutil.rmtree, directory, True)
+
+    def _directory(self) -> Path:
+        parent = private_dir(self.settings.home / PROBES_DIR)
+        directory = parent / f"{self.submission.id}-{secrets.token_hex(4)}"
+        directory.mkdir(mode=0o700)
+        return directory
+
+    def _env(self) -> dict[str, str]:
+        skipped = set(self.submission.skipped)
+        return {
+            env_variable(name): value
+            for name, value in self.submission.values.items()
+            if name not in skipped and value != ""
+        }
+
+    async def _run(self, manager: ScratchpadManager, env_path: Path) -> AsyncIterator[ProbeEvent]:
+        queue: asyncio.Queue[ProbeEvent | None] = asyncio.Queue()
+        tools = ProbeTools(self.submission.form, queue.put_nowait)
+        timeout_s = self.settings.probe_timeout_s
+        session = Session(
+            provider=self.provider,
+            manager=manager,
+            system=probe_prompt(self.submission, env_path, timeout_s),
+            registry=builtin_registry(manager, images=False, extra=tools.tools()),
+            settings=self.settings,
+            persist=False,
+            scrub=self.scrub,
+        )
+        session.subscribe(lambda event: _translate(event, queue.put_nowait))
+        turn = asyncio.create_task(session.turn(USER_MESSAGE))
+        turn.add_done_callback(lambda _: queue.put_nowait(None))
+        verdict: Verdict | None = None
+        try:
+            async with asyncio.timeout(timeout_s):
+                while (event := await queue.get()) is not None:
+                    yield event
+                turn.result()  # the model's or the pad's failure, raised here
+            verdict = tools.verdict
+        except TimeoutError:
+            verdict = timed_out(timeout_s)
+        finally:
+            if not turn.done():
+                turn.cancel()
+                await asyncio.gather(turn, return_exceptions=True)
+        self.verdict = verdict or NO_VERDICT
+
+
+def _translate(event: SessionEvent, put: Callable[[ProbeEvent], None]) -> None:
+    """Session events that the person at the form sees (the probe tools emit their own)."""
+    data = event.data
+    if event.kind == "text_delta":
+        put(ProbeEvent("text", {"text": data["text"]}))
+    elif event.kind == "tool_call" and data["name"] == SCRATCHPAD:
+        tool_input = data["input"] if isinstance(data["input"], dict) else {}
+        put(ProbeEvent("cell_start", {
+            "action": str(tool_input.get("action", "exec")),
+            "code": str(tool_input.get("code", "")),
+            "description": str(tool_input.get("one_line_description", "")),
+        }))  # fmt: skip
+    elif event.kind == "tool_result" and data["name"] == SCRATCHPAD:
+        put(ProbeEvent("cell_result", {"ok": bool(data["ok"]), "text": str(data["text"])}))
+
+
+def write_env_file(path: Path, env: dict[str, str]) -> None:
+    """``KEY="value"`` lines, each value JSON-escaped (a valid double-quoted .env value),
+    created 0600 whatever the umask; the file must not exist yet."""
+    text = "".join(f"{key}={json.dumps(value, ensure_ascii=False)}\n" for key, value in env.items())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+    os.fchmod(fd, PRIVATE_FILE_MODE)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(text.encode("utf-8"))
+
+
+def probe_manager(settings: Settings, directory: Path) -> ScratchpadManager:
+    """Pads working in ``directory`` (their home inside it) that get no credentials at all
+    and, sandboxed, cannot reach the rest of the server's home (which holds ``directory``)."""
+    probe_settings = settings.with_home(directory / ".scratchpad").model_copy(
+        update={"backend": "local"}
+    )
+    factory = local_factory(probe_settings, directory, secrets=None, guarded=(settings.home,))
+    return ScratchpadManager(settings=probe_settings, runtime_factory=factory)
+
+
+async def _remove_pads(manager: ScratchpadManager) -> None:
+    for name in manager.names():
+        try:
+            await manager.remove(name)
+        except Exception:  # the directory goes anyway; a kernel must not outlive the probe
+            await manager.close(name)
+    await manager.close_all(reason="the probe ended")

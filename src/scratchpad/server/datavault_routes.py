@@ -1,0 +1,80 @@
+"""Credential forms over HTTP: submissions and their probe, as a server-sent event stream.
+
+``POST /v1/datavault/submissions`` stages the values (in this process's memory only) and
+answers the stream of :mod:`scratchpad.connect.flow`; a request that is not a submission of
+that form answers a plain 4xx before any stream starts. ``GET
+/v1/datavault/submissions/{id}`` tells how a submission stands (field names, never values).
+``POST /v1/datasources/{engine}/{name}/test`` probes a saved connection the same way.
+
+A client that goes away does not stop a probe: it runs to its verdict (a success is saved),
+and the submission's status says how it ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import BaseModel, ConfigDict
+
+from scratchpad.connect.credentials import probe_provider, saved_submission
+from scratchpad.connect.flow import submission_events
+from scratchpad.connect.submissions import Submission, Submissions
+from scratchpad.llm.provider import Provider
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.server.sse import EventStream
+
+FINAL_EVENTS = frozenset({"response.completed", "response.failed"})
+
+
+class SubmissionBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    form_id: str | None = None
+    conversation_id: str | None = None
+    values: dict[str, Any]
+    skipped: list[str] = []
+    form_spec: dict[str, Any]
+
+
+def datavault_routes(app: FastAPI, manager: ScratchpadManager) -> Submissions:
+    """Add the routes; the server's staged submissions."""
+    submissions = Submissions()
+
+    def stream(
+        submission: Submission, provider: Provider, saved: tuple[str, str] | None = None
+    ) -> EventStream:
+        events = submission_events(
+            submission,
+            provider=provider,
+            vault=manager.vault,
+            settings=manager.settings,
+            saved=saved,
+        )
+        return EventStream(events, final_types=FINAL_EVENTS, named=True)
+
+    @app.post("/v1/datavault/submissions")
+    async def submit(body: SubmissionBody) -> EventStream:
+        provider = probe_provider(manager.settings)  # a bad model setting: before staging
+        submission = submissions.stage(
+            body.form_spec,
+            body.values,
+            body.skipped,
+            form_id=body.form_id,
+            conversation_id=body.conversation_id,
+        )
+        return stream(submission, provider)
+
+    @app.get("/v1/datavault/submissions/{submission_id}")
+    async def submission(submission_id: str) -> dict[str, Any]:
+        return submissions.get(submission_id).describe()
+
+    @app.post("/v1/datasources/{engine}/{name}/test")
+    async def test(engine: str, name: str) -> EventStream:
+        provider = probe_provider(manager.settings)
+        staged = await asyncio.to_thread(
+            saved_submission, manager.vault, engine, name, submissions=submissions
+        )
+        return stream(staged, provider, saved=(engine, name))
+
+    return submissions
