@@ -17,10 +17,10 @@ from scratchpad.vault.forms import (
 )
 
 POSTHOG: dict[str, Any] = {
-    "form_id": "fm_a3f9c2b41e",
+    "form_id": "fm_5be01c7d92",
     "engine": "posthog",
     "title": "Connect to PostHog",
-    "subtitle": "Read-only access via a personal API key.",
+    "subtitle": "A read-only key for the analytics project.",
     "logo": "key",
     "fields": [
         {"name": "host", "label": "Host", "type": "url", "default": "https://app.posthog.com"},
@@ -75,17 +75,18 @@ async def test_fields_and_methods_sent_as_json_text_are_read() -> None:
     assert outcome.ok, outcome.text
     assert find_blocks(outcome.text) == [(FORM_BLOCK, check_spec(POSTHOG))]
     methods = (
-        "[{id: 'app_password', label: 'App Password', fields: “[{'name': 'email'}, "
+        "[{id: 'app_password', label: 'App password', fields: “[{'name': 'email'}, "
         "{'name': 'app_password', 'type': 'password'}]”}, // the usual way\n"
         " {'id': 'oauth', 'fields': [{'name': 'client_id'}]},]"
     )
-    gmail = {"engine": "gmail", "title": "Connect Gmail", "methods": methods}
-    outcome = await registry().dispatch("request_credentials", gmail, None)
+    mailbox = {"engine": "mailbox", "title": "Connect a mailbox", "methods": methods}
+    outcome = await registry().dispatch("request_credentials", mailbox, None)
     assert outcome.ok, outcome.text
     [(_, form)] = find_blocks(outcome.text)
     assert [f["name"] for f in form["methods"][0]["fields"]] == ["email", "app_password"]
-    assert "DS_GMAIL_<NAME>__EMAIL, DS_GMAIL_<NAME>__APP_PASSWORD, DS_GMAIL_<NAME>__CLIENT_ID" in (
-        outcome.text
+    assert (
+        "DS_MAILBOX_<NAME>__EMAIL, DS_MAILBOX_<NAME>__APP_PASSWORD, DS_MAILBOX_<NAME>__CLIENT_ID"
+        in (outcome.text)
     )
     assert "a method's fields only when it is the one chosen" in outcome.text
 
@@ -110,10 +111,10 @@ async def test_a_known_engine_without_fields_gets_its_standard_form() -> None:
 
 async def test_update_form_gives_a_patch_block() -> None:
     patch = {
-        "form_id": "fm_a3f9c2b41e",
+        "form_id": "fm_5be01c7d92",
         "form_error": "The key was refused.",
         "status_text": None,
-        "fields": {"api_key": {"error": "Token rejected", "status": None}, "host": None},
+        "fields": {"api_key": {"error": "Key refused by the server", "status": None}, "host": None},
     }
     outcome = await registry().dispatch("update_form", patch, None)
     assert outcome.ok, outcome.text

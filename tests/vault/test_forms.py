@@ -49,13 +49,13 @@ def spec(**changes: Any) -> dict[str, Any]:
     return base
 
 
-GMAIL: dict[str, Any] = {
-    "engine": "gmail",
-    "title": "Connect Gmail",
+MAILBOX: dict[str, Any] = {
+    "engine": "mailbox",
+    "title": "Connect a mailbox",
     "methods": [
         {
             "id": "app_password",
-            "label": "App Password",
+            "label": "App password",
             "fields": [{"name": "email"}, {"name": "app_password", "type": "password"}],
         },
         {"id": "service_account", "fields": [{"name": "key_json", "type": "textarea"}]},
@@ -84,7 +84,7 @@ def test_merge_vector(case: dict[str, Any]) -> None:
 
 
 def test_merge_result_shares_nothing_with_its_inputs() -> None:
-    form = check_spec(GMAIL)
+    form = check_spec(MAILBOX)
     patch = {"form_id": form["form_id"], "actions": [{"id": "ok", "label": "OK"}]}
     result = merge_patch(form, patch)
     result["methods"][0]["fields"][0]["label"] = "changed"
@@ -191,8 +191,8 @@ def test_check_spec_normalises_a_copy() -> None:
 
 
 def test_check_spec_keeps_a_given_form_id_and_drops_nulls() -> None:
-    checked = check_spec(spec(form_id="fm_gmail_1", form_warning=None, subtitle="Read only"))
-    assert checked["form_id"] == "fm_gmail_1"
+    checked = check_spec(spec(form_id="fm_mail_01", form_warning=None, subtitle="Read only"))
+    assert checked["form_id"] == "fm_mail_01"
     assert "form_warning" not in checked and checked["subtitle"] == "Read only"
 
 
@@ -209,7 +209,7 @@ def test_check_spec_takes_text_models_write() -> None:
 
 def test_check_spec_takes_methods_and_state_keys() -> None:
     checked = check_spec(
-        {**GMAIL, "selected_method": "app_password", "auth_method": "service_account"}
+        {**MAILBOX, "selected_method": "app_password", "auth_method": "service_account"}
         | {"_is_probing": True, "status_text": "Connecting…", "logo": "mail"}
         | {"actions": [{"id": "submit", "label": "Connect", "kind": "primary"}]}
     )
@@ -267,19 +267,19 @@ BAD_SPECS: list[tuple[dict[str, Any] | str | list[Any], str]] = [
         "the limit is 256 KiB",
     ),
     (
-        {**GMAIL, "methods": [{"id": "a", "fields": [{"name": "x"}, {"name": "y", "vaule": 1}]}]},
+        {**MAILBOX, "methods": [{"id": "a", "fields": [{"name": "x"}, {"name": "y", "vaule": 1}]}]},
         "methods[0].fields[1]: unknown key 'vaule'; the keys are name, label, type",
     ),
-    ({**GMAIL, "methods": [{"label": "A"}]}, "methods[0]: missing 'id'"),
-    ({**GMAIL, "methods": [{"id": "a", "fields": [{"name": "x"}]}] * 2}, "methods[1].id"),
-    ({**GMAIL, "methods": [{"id": "a"}] * 51}, "methods: 51 methods; at most 50"),
-    ({**GMAIL, "selected_method": "oauth"}, "selected_method: 'oauth' names no method"),
+    ({**MAILBOX, "methods": [{"label": "A"}]}, "methods[0]: missing 'id'"),
+    ({**MAILBOX, "methods": [{"id": "a", "fields": [{"name": "x"}]}] * 2}, "methods[1].id"),
+    ({**MAILBOX, "methods": [{"id": "a"}] * 51}, "methods: 51 methods; at most 50"),
+    ({**MAILBOX, "selected_method": "oauth"}, "selected_method: 'oauth' names no method"),
     (spec(auth_method="oauth"), "auth_method: 'oauth' names no method; the methods are none"),
     (
-        {**GMAIL, "fields": [{"name": "email"}]},
+        {**MAILBOX, "fields": [{"name": "email"}]},
         "methods[0].fields[0].name: 'email' is a top-level field already",
     ),
-    ({**GMAIL, "methods": [{"id": "a", "fields": []}]}, "fields: the form has no fields"),
+    ({**MAILBOX, "methods": [{"id": "a", "fields": []}]}, "fields: the form has no fields"),
     (spec(actions=[{"id": "go", "label": "Go", "kind": "loud"}]), "actions[0].kind: 'loud'"),
     (spec(actions=[{"id": "go"}]), "actions[0]: missing 'label'"),
     (spec(_is_probing="no"), "_is_probing: expected true or false"),
@@ -310,15 +310,18 @@ def test_check_spec_replaces_lone_surrogates() -> None:
 
 def test_check_patch_keeps_nulls_and_partial_entries() -> None:
     patch = {
-        "fields": {"api_key": {"error": "Token rejected", "status": None}, "region": None},
+        "fields": {
+            "api_key": {"error": "Key refused by the server", "status": None},
+            "region": None,
+        },
         "status_text": None,
-        "form_id": "fm_a3f9c2b41e",
+        "form_id": "fm_5be01c7d92",
         "methods": {"app": {"fields": {"pw": {"warning": "Old"}}}, "old": None},
     }
     checked = check_patch(patch)
     assert next(iter(checked)) == "form_id"
     assert checked["fields"] == {
-        "api_key": {"error": "Token rejected", "status": None},
+        "api_key": {"error": "Key refused by the server", "status": None},
         "region": None,
     }
     assert checked["status_text"] is None
@@ -462,7 +465,7 @@ def test_strict_json_passes_unchanged(value: Any, ascii_only: bool, indent: int 
 
 
 def test_form_block_round_trips_through_find_blocks() -> None:
-    checked = check_spec({**GMAIL, "subtitle": "Accès en lecture — `imap` 🔑"})
+    checked = check_spec({**MAILBOX, "subtitle": "Accès en lecture — `imap` 🔑"})
     block = form_block(checked)
     assert block.startswith("```data-vault-form\n{\n") and block.endswith("\n}\n```")
     assert "Accès en lecture" in block  # not escaped to \u sequences
@@ -526,7 +529,7 @@ def test_find_blocks_in_a_reply_without_any() -> None:
 
 
 def test_method_of_prefers_auth_method_then_selected_then_the_only_one() -> None:
-    checked = check_spec(GMAIL)
+    checked = check_spec(MAILBOX)
     assert method_of(checked) is None
     assert method_of({**checked, "selected_method": "app_password"})["id"] == "app_password"  # type: ignore[index]
     both = {**checked, "selected_method": "app_password", "auth_method": "service_account"}
@@ -537,7 +540,7 @@ def test_method_of_prefers_auth_method_then_selected_then_the_only_one() -> None
 
 
 def test_fields_of_gives_top_level_then_method_fields() -> None:
-    checked = check_spec({**GMAIL, "fields": [{"name": "workspace"}]})
+    checked = check_spec({**MAILBOX, "fields": [{"name": "workspace"}]})
     assert [f["name"] for f in fields_of(checked)] == ["workspace"]
     names = [f["name"] for f in fields_of(checked, "service_account")]
     assert names == ["workspace", "key_json"]

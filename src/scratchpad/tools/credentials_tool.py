@@ -155,7 +155,7 @@ REQUEST_DESCRIPTION = (
 UPDATE_DESCRIPTION = (
     "Change a credential form already shown, by its form_id: a field's error, warning, help or "
     "status text, fields or methods added or removed, the subtitle, banners or status line. "
-    'E.g. {"form_id": "fm_…", "fields": {"api_key": {"error": "Token rejected"}, "region": '
+    'E.g. {"form_id": "fm_…", "fields": {"api_key": {"error": "Key refused"}, "region": '
     "null}}. A patch never carries a value. The result is a block to put verbatim in your reply."
 )
 PROMPT = (
