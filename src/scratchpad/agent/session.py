@@ -38,9 +38,7 @@ from scratchpad.tools import (
     ToolOutcome,
     ToolRegistry,
     ToolSessionContext,
-    read_image_tool,
-    read_observation_tool,
-    scratchpad_tool,
+    builtin_registry,
 )
 from scratchpad.vault.scrub import scrub as default_scrub
 from scratchpad.vault.sources import register_process_secrets
@@ -76,7 +74,7 @@ class Session:
         self.manager = manager
         self.store = store
         self.system = system
-        self.registry = registry or default_registry(manager, store)
+        self.registry = registry or builtin_registry(manager, store)
         self.session_id = _session_id(session_id or secrets.token_hex(8))
         register_process_secrets(self.settings)
         self.scrub = scrub or default_scrub
@@ -298,20 +296,6 @@ class Session:
                 for call in calls
             ),
         )
-
-
-def default_registry(
-    manager: ScratchpadManager | None, store: ObservationStore | None
-) -> ToolRegistry:
-    """The built-in tools this session can serve: scratchpad and read_image with a manager,
-    read_observation with a store."""
-    registry = ToolRegistry()
-    if manager is not None:
-        registry.register(scratchpad_tool(manager))
-    if store is not None:
-        registry.register(read_observation_tool())
-    registry.register(read_image_tool())
-    return registry
 
 
 def _session_id(value: str) -> str:
