@@ -85,8 +85,6 @@ def run(
     model: Annotated[str | None, typer.Option(metavar="PROVIDER:MODEL", help=MODEL_HELP)] = None,
 ) -> None:
     """Run cycles: wake, let the model work on the state, sleep. Exit 1 if one failed."""
-    from scratchpad.memory.models import ProviderModel
-
     agent = guarded(lambda: build_agent(root, model))
     failed: list[CycleResult] = []
 
@@ -100,9 +98,6 @@ def run(
     except KeyboardInterrupt:
         fail("interrupted")
         raise typer.Exit(130) from None
-    finally:
-        if isinstance(agent.model, ProviderModel):
-            agent.model.close()
     if failed:
         raise typer.Exit(1)
 

@@ -1,13 +1,14 @@
-"""What the cycle calls "the model": anything with ``complete(*, system, user) -> str``.
+"""What the cycle calls "the model": anything with ``async complete(*, system, user) -> str``.
 
-``ProviderModel`` wraps one of the project's LLM providers (async) behind that synchronous
-call; ``ScriptedModel`` replies from a list and records the prompts, for tests and demos.
-``model_from_spec`` builds either from ``provider:model`` or ``scripted:FILE``.
+The call is async so that it runs on the cycle's event loop, the loop its tool calls run on
+(a provider's HTTP client belongs to the loop that uses it). ``ProviderModel`` sends the
+prompt to one of the project's LLM providers as one user message; ``ScriptedModel`` replies
+from a list and records the prompts, for tests and demos. ``model_from_spec`` builds either
+from ``provider:model`` or ``scripted:FILE``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ SCRIPTED_PREFIX = "scripted:"
 
 @runtime_checkable
 class Model(Protocol):
-    def complete(self, *, system: str, user: str) -> str:
+    async def complete(self, *, system: str, user: str) -> str:
         """The model's reply to one prompt."""
         ...
 
@@ -42,7 +43,7 @@ class ScriptedModel:
     def remaining(self) -> int:
         return len(self.replies) - len(self.prompts)
 
-    def complete(self, *, system: str, user: str) -> str:
+    async def complete(self, *, system: str, user: str) -> str:
         self.prompts.append((system, user))
         index = len(self.prompts) - 1
         if index >= len(self.replies):
@@ -69,34 +70,19 @@ class ScriptedModel:
 
 
 class ProviderModel:
-    """A provider behind the synchronous ``complete``: one user message, the reply's text.
-
-    The provider's client belongs to one event loop, so this object keeps a private loop for
-    its whole life; call ``close()`` when done. Do not call it from inside a running event
-    loop (use ``asyncio.to_thread``).
-    """
+    """A provider as a model: the prompt as one user message, the reply's text. It holds
+    no loop of its own: it runs on the caller's (the SDK providers keep a client per loop,
+    so a cycle after another, each on its own loop, is served)."""
 
     def __init__(self, provider: Provider, *, max_tokens: int = 4096) -> None:
         self.provider = provider
         self.max_tokens = max_tokens
-        self._loop = asyncio.new_event_loop()
 
-    def complete(self, *, system: str, user: str) -> str:
-        request = self.provider.complete(
+    async def complete(self, *, system: str, user: str) -> str:
+        response = await self.provider.complete(
             system=system, messages=[Message.user(user)], max_tokens=self.max_tokens
         )
-        return self._loop.run_until_complete(request).text
-
-    def close(self) -> None:
-        if not self._loop.is_closed():
-            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
-            self._loop.close()
-
-    def __enter__(self) -> ProviderModel:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        return response.text
 
 
 def model_from_spec(spec: str | None) -> ScriptedModel | ProviderModel:
