@@ -119,3 +119,15 @@ def test_the_model_and_the_tools_of_a_cycle_run_on_one_loop(
     loops.clear()
     agent.run()
     assert len({id(loop) for _, loop in loops}) == 1 and loops[0][1] is not first  # per cycle
+
+
+async def test_a_scripted_setting_is_read_as_the_agents_replies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SCRATCHPAD_MODEL=scripted:FILE means what --model scripted:FILE means to an agent."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"tool": "done", "args": {}}]))
+    monkeypatch.setenv("SCRATCHPAD_MODEL", f"scripted:{script}")
+    model = model_from_spec(None)
+    assert isinstance(model, ScriptedModel)
+    assert json.loads(await model.complete(system="", user="")) == {"tool": "done", "args": {}}

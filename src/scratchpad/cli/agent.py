@@ -2,7 +2,8 @@
 
 ``run --model`` takes ``provider:model`` (through ``create_provider``), or
 ``scripted:FILE``: a JSON list of replies played back in order (objects are sent as their
-JSON text), for tests and demos without an API key.
+JSON text), for tests and demos without an API key. A ``scripted:FILE`` named by config.yaml
+or ``SCRATCHPAD_MODEL`` means the same (see ``model_from_spec``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The call is async so that it runs on the cycle's event loop, the loop its tool c
 (a provider's HTTP client belongs to the loop that uses it). ``ProviderModel`` sends the
 prompt to one of the project's LLM providers as one user message; ``ScriptedModel`` replies
 from a list and records the prompts, for tests and demos. ``model_from_spec`` builds either
-from ``provider:model`` or ``scripted:FILE``.
+from ``provider:model`` or ``scripted:FILE`` (for an agent, a scripted file is always a list
+of replies, wherever the spec comes from).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from scratchpad.errors import ConfigError, LLMError
+from scratchpad.errors import LLMError
 from scratchpad.llm.messages import Message
 from scratchpad.llm.provider import Provider
+from scratchpad.llm.scripted import read_json_list
 
 SCRIPTED_PREFIX = "scripted:"
 
@@ -59,13 +61,7 @@ class ScriptedModel:
     def from_file(cls, path: str | Path) -> ScriptedModel:
         """Replies from a JSON list: strings are used as they are, anything else (e.g. an
         object ``{"tool": "done", ...}``) as its JSON text."""
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"scripted model {path}: cannot read a JSON list ({exc})") from exc
-        if not isinstance(data, list):
-            raise ConfigError(f"scripted model {path}: must hold a JSON list of replies")
+        data = read_json_list(path, "scripted model", "replies")
         return cls([item if isinstance(item, str) else json.dumps(item) for item in data])
 
 
@@ -87,12 +83,16 @@ class ProviderModel:
 
 def model_from_spec(spec: str | None) -> ScriptedModel | ProviderModel:
     """``scripted:FILE`` (a JSON list of replies) or ``provider:model`` (default: the
-    ``SCRATCHPAD_MODEL`` setting) through ``create_provider``."""
+    ``SCRATCHPAD_MODEL`` setting) through ``create_provider``. A scripted file is read as
+    the agent's replies (objects sent as their JSON text) also when the setting names it,
+    not as a provider's turns."""
     if spec and spec.startswith(SCRIPTED_PREFIX):
-        return ScriptedModel.from_file(spec[len(SCRIPTED_PREFIX) :])
+        return ScriptedModel.from_file(spec.removeprefix(SCRIPTED_PREFIX))
     from scratchpad.config import Settings
     from scratchpad.llm.adapters import create_provider
 
     settings = Settings.load()
+    if not spec and settings.model.startswith(SCRIPTED_PREFIX):
+        return ScriptedModel.from_file(settings.model.removeprefix(SCRIPTED_PREFIX))
     provider = create_provider(spec, settings=settings)
     return ProviderModel(provider, max_tokens=settings.max_output_tokens)
