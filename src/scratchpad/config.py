@@ -126,7 +126,10 @@ class Settings(BaseSettings):
     )
 
     # Language models.
-    model: str = Field("anthropic:claude-sonnet-4-5", description="The model, as 'provider:model'.")
+    model: str = Field(
+        "anthropic:claude-sonnet-4-5",
+        description="The model, as 'provider:model' or 'scripted:FILE'.",
+    )
     llm_retry_budget_s: float = Field(60.0, ge=0, description="Time spent retrying a call.")
     llm_timeout_s: float = Field(600.0, gt=0, description="Timeout of one model request.")
 

@@ -140,7 +140,7 @@ async def test_an_abandoned_stream_still_saves_the_history(
         if event.kind == "scratchpad_call":
             break
     await stream.aclose()
-    assert session.files.history_path.exists()
+    assert session.files is not None and session.files.history_path.exists()
     assert not any(pad.busy for pad in map(manager.get, manager.names()))
 
 

@@ -184,6 +184,7 @@ async def test_scrub_hook_runs_on_results_and_logs(
     )
     await session.turn("show")
     assert result_text(results_of(session.history[2])[0]) == "[output]\ntoken=[redacted]"
+    assert session.files is not None
     log_lines = session.files.log_path.read_text().splitlines()
     records = [json.loads(line) for line in log_lines]
     assert [r["kind"] for r in records] == ["tool_call", "tool_result"]
@@ -208,6 +209,7 @@ async def test_the_saved_history_is_scrubbed_too(
         session_id="history-scrubbed",
     )
     assert await session.turn("the key is SECRET") == "It is SECRET."
+    assert session.files is not None
     saved = session.files.history_path.read_text()
     assert "SECRET" not in saved
     assert saved.count("[redacted]") == 4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -92,3 +93,15 @@ def test_a_bad_model_spec_is_explained() -> None:
     result = runner.invoke(app, ["chat", "--model", "gpt4"], input="")
     assert result.exit_code == 2
     assert "provider:model" in result.stderr
+
+
+def test_a_chat_on_a_scripted_model(tmp_path: Path) -> None:
+    """``scripted:FILE`` plays a JSON script in the chat, without a key or a stub server."""
+    code = {"action": "exec", "name": "main", "code": "print(6 * 7)"}
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps([[{"name": "scratchpad", "input": code}], "It is 42."]))
+    result = runner.invoke(app, ["chat", "--model", f"scripted:{path}"], input="6*7?\n/exit\n")
+    assert result.exit_code == 0, result.stderr
+    assert f"scripted:{path}" in result.stdout.replace("\n", "")  # the banner names the script
+    assert "It is 42." in result.stdout
+    assert "‹ [output]" in result.stderr and "42" in result.stderr

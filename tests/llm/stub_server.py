@@ -34,8 +34,11 @@ class StubServer:
         self.replies.extend(replies)
 
 
-def _handler(state: StubServer) -> type[BaseHTTPRequestHandler]:
+def _handler(state: StubServer, keep_alive: bool) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        # HTTP/1.1 keeps a connection open for the next request, as real APIs do.
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
         def log_message(self, *args: Any) -> None:  # keep test output quiet
             pass
 
@@ -71,9 +74,9 @@ def _handler(state: StubServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def stub_server() -> Iterator[StubServer]:
+def stub_server(*, keep_alive: bool = False) -> Iterator[StubServer]:
     state = StubServer("", [], [])
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state, keep_alive))
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

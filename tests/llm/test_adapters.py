@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -512,3 +513,22 @@ async def test_parallel_calls_that_share_an_index_stay_apart(stub: StubServer) -
         ToolCall("scratchpad", {"code": "1"}, "call_a"),
         ToolCall("scratchpad", {"code": "2"}, "call_b"),
     )
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_a_provider_serves_one_event_loop_after_another(kind: str) -> None:
+    """Each agent cycle runs on a new event loop: the provider's client of the closed loop
+    (its kept-alive connection) is not reused, so no request fails and is retried."""
+    with stub_server(keep_alive=True) as server:
+        if kind == "anthropic":
+            body = anthropic_message([{"type": "text", "text": "hi"}])
+            provider: AnthropicProvider | OpenAIProvider = anthropic(server)
+        else:
+            body = openai_completion({"role": "assistant", "content": "hi"})
+            provider = openai(server)
+        server.queue(*(Reply(body) for _ in range(4)))
+        for _ in range(3):
+            with asyncio.Runner() as runner:
+                reply = runner.run(provider.complete(system="", messages=[Message.user("x")]))
+            assert reply.text == "hi"
+        assert len(server.requests) == 3

@@ -28,7 +28,7 @@ class CountingModel:
         self.number = number
         self.calls = 0
 
-    def complete(self, *, system: str, user: str) -> str:
+    async def complete(self, *, system: str, user: str) -> str:
         self.calls += 1
         if self.calls % 2:
             args = {"counter": self.number, "notes": notes_for(self.number)}

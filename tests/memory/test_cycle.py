@@ -301,9 +301,9 @@ def test_the_state_file_is_read_once_per_cycle(tmp_path: Path) -> None:
     paths = AgentPaths.of(tmp_path)
 
     class EditingModel(ScriptedModel):
-        def complete(self, *, system: str, user: str) -> str:
+        async def complete(self, *, system: str, user: str) -> str:
             paths.active.write_text("goals: [edited meanwhile]\n")
-            return super().complete(system=system, user=user)
+            return await super().complete(system=system, user=user)
 
     model = EditingModel([reply("echo", text="a"), reply("done")])
     cycle = CycleAgent(tmp_path, model, rules=RULES, config=AgentConfig()).run_once()

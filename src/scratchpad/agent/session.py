@@ -38,9 +38,7 @@ from scratchpad.tools import (
     ToolOutcome,
     ToolRegistry,
     ToolSessionContext,
-    read_image_tool,
-    read_observation_tool,
-    scratchpad_tool,
+    builtin_registry,
 )
 from scratchpad.vault.scrub import scrub as default_scrub
 from scratchpad.vault.sources import register_process_secrets
@@ -56,7 +54,12 @@ EMPTY_REPLY = "(empty reply)"
 
 
 class Session:
-    """A conversation between a user, a model and the tools. ``history`` holds it all."""
+    """A conversation between a user, a model and the tools. ``history`` holds it all.
+
+    With ``persist`` (the default) the history is saved and restored per ``session_id`` and
+    tool calls go to an episodic log under ``<home>/sessions/``; without it the session has
+    no id and keeps nothing on disk (a throwaway session, such as a probe's).
+    """
 
     def __init__(
         self,
@@ -70,18 +73,22 @@ class Session:
         session_id: str | None = None,
         observers: Sequence[ScratchpadObserver] = (),
         scrub: Scrub | None = None,
+        persist: bool = True,
     ) -> None:
         self.settings = settings or (manager.settings if manager else Settings.load())
         self.provider = provider
         self.manager = manager
         self.store = store
         self.system = system
-        self.registry = registry or default_registry(manager, store)
-        self.session_id = _session_id(session_id or secrets.token_hex(8))
+        self.registry = registry or builtin_registry(manager, store)
+        self.session_id = _session_id(session_id, persist)
         register_process_secrets(self.settings)
         self.scrub = scrub or default_scrub
-        self.files = SessionFiles(self.settings.home / "sessions", self.session_id, self.scrub)
-        self.history: list[Message] = self.files.load_history()
+        self.files: SessionFiles | None = None
+        if self.session_id is not None:
+            directory = self.settings.home / "sessions"
+            self.files = SessionFiles(directory, self.session_id, self.scrub)
+        self.history: list[Message] = self.files.load_history() if self.files else []
         self.usage = Usage()  # of the last turn
         self._bus = EventBus()
         self._observers = list(observers)
@@ -156,7 +163,8 @@ class Session:
                     )
                 self.history.append(results)
         finally:
-            self.files.save_history(self.history)
+            if self.files is not None:
+                self.files.save_history(self.history)
 
     async def _ask(
         self, context: ToolSessionContext, emit: Any, *, tools_allowed: bool
@@ -193,7 +201,7 @@ class Session:
         for call in calls:
             context.step_num += 1
             emit("tool_call", id=call.id, name=call.name, input=call.input, step=context.step_num)
-            self.files.log("tool_call", name=call.name, step=context.step_num, input=call.input)
+            self._log("tool_call", name=call.name, step=context.step_num, input=call.input)
             outcome = await self._run_call(call, context, truncated)
             outcome = self._track_failures(call.name, outcome)
             blocks = _scrubbed(outcome, self.scrub)
@@ -202,7 +210,7 @@ class Session:
             emit(
                 "tool_result", id=call.id, name=call.name, ok=outcome.ok, text=shown, images=images
             )
-            self.files.log("tool_result", name=call.name, ok=str(outcome.ok), result=shown)
+            self._log("tool_result", name=call.name, ok=str(outcome.ok), result=shown)
             results.append(ToolResultBlock(call.id, blocks, is_error=not outcome.ok))
         return Message("user", tuple(results))
 
@@ -257,6 +265,11 @@ class Session:
         return ToolOutcome([*outcome.blocks(), TextBlock(f"[hint] {note}")], False, outcome.reason)
 
     # -- helpers ----------------------------------------------------------------------------
+    def _log(self, kind: str, **fields: Any) -> None:
+        """One line of the episodic log, when the session keeps one."""
+        if self.files is not None:
+            self.files.log(kind, **fields)
+
     def _context(self, emit: Any) -> ToolSessionContext:
         if self.manager is None:
             raise InvalidInputError("this session has no ScratchpadManager; pass manager=...")
@@ -300,22 +313,17 @@ class Session:
         )
 
 
-def default_registry(
-    manager: ScratchpadManager | None, store: ObservationStore | None
-) -> ToolRegistry:
-    """The built-in tools this session can serve: scratchpad and read_image with a manager,
-    read_observation with a store."""
-    registry = ToolRegistry()
-    if manager is not None:
-        registry.register(scratchpad_tool(manager))
-    if store is not None:
-        registry.register(read_observation_tool())
-    registry.register(read_image_tool())
-    return registry
-
-
-def _session_id(value: str) -> str:
-    """Session ids name files, so they must be plain names (see runtime.names)."""
+def _session_id(value: str | None, persist: bool) -> str | None:
+    """The id of a persisted session (``value``, else a new one): ids name files, so they
+    must be plain names (see runtime.names). A session that keeps nothing has none."""
+    if not persist:
+        if value is not None:
+            raise InvalidInputError(
+                f"session_id {value!r} names saved history, but this session has "
+                "persist=False and saves nothing: drop session_id, or drop persist=False"
+            )
+        return None
+    value = value or secrets.token_hex(8)
     if isinstance(value, str) and SAFE_NAME.fullmatch(value):
         return value
     raise InvalidInputError(

@@ -2,7 +2,8 @@
 
 ``run --model`` takes ``provider:model`` (through ``create_provider``), or
 ``scripted:FILE``: a JSON list of replies played back in order (objects are sent as their
-JSON text), for tests and demos without an API key.
+JSON text), for tests and demos without an API key. A ``scripted:FILE`` named by config.yaml
+or ``SCRATCHPAD_MODEL`` means the same (see ``model_from_spec``).
 """
 
 from __future__ import annotations
@@ -85,8 +86,6 @@ def run(
     model: Annotated[str | None, typer.Option(metavar="PROVIDER:MODEL", help=MODEL_HELP)] = None,
 ) -> None:
     """Run cycles: wake, let the model work on the state, sleep. Exit 1 if one failed."""
-    from scratchpad.memory.models import ProviderModel
-
     agent = guarded(lambda: build_agent(root, model))
     failed: list[CycleResult] = []
 
@@ -100,9 +99,6 @@ def run(
     except KeyboardInterrupt:
         fail("interrupted")
         raise typer.Exit(130) from None
-    finally:
-        if isinstance(agent.model, ProviderModel):
-            agent.model.close()
     if failed:
         raise typer.Exit(1)
 

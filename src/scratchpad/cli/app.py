@@ -360,7 +360,10 @@ def install(
 def chat(
     model: Annotated[
         str | None,
-        typer.Option(metavar="PROVIDER:MODEL", help="The model (else SCRATCHPAD_MODEL)."),
+        typer.Option(
+            metavar="PROVIDER:MODEL",
+            help="The model (else SCRATCHPAD_MODEL), or scripted:FILE: a JSON script of turns.",
+        ),
     ] = None,
     pad: Annotated[str, typer.Option(help="The pad the model works in.")] = "main",
 ) -> None:

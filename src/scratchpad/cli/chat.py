@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import secrets
 import signal
 import sys
 import threading
@@ -28,10 +29,15 @@ EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
 async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> None:
     provider = create_provider(model, settings=manager.settings)
     store = ObservationStore(settings=manager.settings)
+    session_id = secrets.token_hex(8)  # names the saved history and the images' folder
     session = Session(
-        provider=provider, manager=manager, store=store, system=SYSTEM.format(pad=pad)
+        provider=provider,
+        manager=manager,
+        store=store,
+        system=SYSTEM.format(pad=pad),
+        session_id=session_id,
     )
-    images = manager.settings.home / "chat-images" / session.session_id
+    images = manager.settings.home / "chat-images" / session_id
     console.print(
         f"[dim]{provider.name}:{provider.model} · pad {pad!r} · /exit to leave · "
         "Ctrl-C stops a running cell[/dim]"

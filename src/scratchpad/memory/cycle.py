@@ -14,10 +14,11 @@
    ``_before`` is this file. Then the outcome goes to ``logs/cycles.jsonl`` and old
    snapshots are pruned (``keep_last``).
 
-The whole cycle holds ``ROOT/.lock``. It is synchronous, like ``model.complete``; tool calls
-are async and run on one private event loop per cycle (an ``asyncio.Runner``): Ctrl-C during
-a tool call cancels it (the tool cleans up, e.g. the shell tool stops its command) and the
-cycle stops with KeyboardInterrupt. Pads: with ``tools.pads`` on and no manager passed in, the
+The whole cycle holds ``ROOT/.lock``. It is synchronous; the model call and the tool calls are
+async and all run on one private event loop per cycle (an ``asyncio.Runner``), so a model
+whose client belongs to a loop and the tools share it: Ctrl-C during a model or tool call
+cancels it (a tool cleans up, e.g. the shell tool stops its command) and the cycle stops with
+KeyboardInterrupt. Pads: with ``tools.pads`` on and no manager passed in, the
 cycle builds a ScratchpadManager for ``ROOT`` and lets go of its pads at the end
 (``detach_all``: local kernels belong to the cycle's loop and are closed; remote pads keep
 running on their server). Pad environments, packages and cell history persist between
@@ -245,13 +246,14 @@ class CycleAgent:
 
     def run_cycle(self, run: CycleRun) -> CycleResult:
         """The steps of a cycle on a private event loop (an ``asyncio.Runner``) that lives as
-        long as the cycle: Ctrl-C in a tool call cancels it, and tasks left over are cancelled
-        when the loop closes. Pads of a manager the cycle built are let go of at the end."""
+        long as the cycle and runs its model calls and tool calls: Ctrl-C in one cancels it,
+        and tasks left over are cancelled when the loop closes. Pads of a manager the cycle
+        built are let go of at the end."""
         with asyncio.Runner() as runner:
             registry, context = build_tools(self.paths, self.config, run.pads, self.store)
             dispatcher = Dispatcher(registry, context, runner.run)
             try:
-                return self._steps(run, dispatcher, registry, context)
+                return self._steps(run, runner, dispatcher, registry, context)
             finally:
                 if run.pads is not None and run.owns_pads:
                     runner.run(run.pads.detach_all())
@@ -259,6 +261,7 @@ class CycleAgent:
     def _steps(
         self,
         run: CycleRun,
+        runner: asyncio.Runner,
         dispatcher: Dispatcher,
         registry: ToolRegistry,
         context: ToolSessionContext,
@@ -276,7 +279,7 @@ class CycleAgent:
                 tools=registry.dump(context),
                 fragments=registry.prompt_fragments(),
             )
-            reply = self.model.complete(system=run.rules, user=prompt)
+            reply = runner.run(self.model.complete(system=run.rules, user=prompt))
             run.log.write(f"step {run.iterations}: reply: {reply[:LOGGED_REPLY_CHARS]}")
             step = dispatcher.dispatch(reply, run.state)
             run.log.write(f"step {run.iterations}: {step.kind} {step.note or ''}")

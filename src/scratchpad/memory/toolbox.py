@@ -3,7 +3,9 @@
 ``echo`` always; ``scratchpad`` (pads) unless ``tools.pads`` is false; ``read_observation``
 when the agent has an observation store (archived notes live there; the model is shown it
 once the agent's turn has observations, i.e. from the first step after notes were archived);
-``shell`` only when ``tools.shell`` is true. A tool that is not registered cannot be called.
+``shell`` only when ``tools.shell`` is true; no ``read_image`` (the cycle's model reads
+text). A tool that is not registered cannot be called. The registry comes from
+``builtin_registry``, so the order is always echo, scratchpad, read_observation, shell.
 
 With pads off no ScratchpadManager is built from the settings (so a bad ``SCRATCHPAD_*``
 pad setting does not matter); the tool context gets one that starts no pad.
@@ -18,12 +20,9 @@ from scratchpad.memory.layout import AgentPaths
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.tools.builtin import ShellOptions, builtin_registry
 from scratchpad.tools.context import ToolSessionContext
-from scratchpad.tools.echo_tool import echo_tool
-from scratchpad.tools.observation_tool import read_observation_tool
 from scratchpad.tools.registry import ToolRegistry
-from scratchpad.tools.scratchpad_tool import scratchpad_tool
-from scratchpad.tools.shell_tool import shell_tool
 
 
 def agent_turn_id(paths: AgentPaths) -> str:
@@ -39,25 +38,30 @@ def build_tools(
 ) -> tuple[ToolRegistry, ToolSessionContext]:
     """The registry and the context its tools run with; ``manager`` is needed (and only
     used) when pads are on."""
-    registry = ToolRegistry([echo_tool()])
-    if config.tools.pads:
-        if manager is None:
-            raise AgentError("tools.pads is on: build_tools needs a ScratchpadManager")
-        registry.register(scratchpad_tool(manager))
-    else:
-        manager = padless_manager(paths)
-    if store is not None:
-        registry.register(read_observation_tool())
-    if config.tools.shell:
-        registry.register(
-            shell_tool(
-                cwd=paths.root,
-                timeout_s=config.tools.shell_timeout_s,
-                output_cap_chars=config.tools.shell_output_cap_chars,
-            )
-        )
-    context = ToolSessionContext(manager=manager, store=store, turn_id=agent_turn_id(paths))
+    if config.tools.pads and manager is None:
+        raise AgentError("tools.pads is on: build_tools needs a ScratchpadManager")
+    pads = manager if config.tools.pads else None
+    registry = builtin_registry(
+        pads, store, echo=True, images=False, shell=shell_options(paths, config)
+    )
+    context = ToolSessionContext(
+        manager=pads if pads is not None else padless_manager(paths),
+        store=store,
+        turn_id=agent_turn_id(paths),
+    )
     return registry, context
+
+
+def shell_options(paths: AgentPaths, config: AgentConfig) -> ShellOptions | None:
+    """The shell tool's options when ``tools.shell`` is on (commands run in the agent's
+    directory), else None."""
+    if not config.tools.shell:
+        return None
+    return ShellOptions(
+        cwd=paths.root,
+        timeout_s=config.tools.shell_timeout_s,
+        output_cap_chars=config.tools.shell_output_cap_chars,
+    )
 
 
 def padless_manager(paths: AgentPaths) -> ScratchpadManager:

@@ -24,11 +24,10 @@ from scratchpad.llm.messages import ImageBlock, TextBlock
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.tools.base import ToolDef, ToolOutcome
+from scratchpad.tools.builtin import builtin_registry
 from scratchpad.tools.context import ToolSessionContext
-from scratchpad.tools.observation_tool import read_observation_tool
-from scratchpad.tools.registry import ToolRegistry
 from scratchpad.tools.scratchpad_tool import NAME as SCRATCHPAD
-from scratchpad.tools.scratchpad_tool import current_description, scratchpad_tool
+from scratchpad.tools.scratchpad_tool import current_description
 from scratchpad.vault.scrub import scrub
 
 SERVER_NAME = "scratchpad"
@@ -44,9 +43,7 @@ def create_mcp_server(
     manager: ScratchpadManager, store: ObservationStore | None = None
 ) -> Server[Any]:
     """An MCP server over ``manager``'s pads (and ``store``'s observations, when given)."""
-    registry = ToolRegistry([scratchpad_tool(manager)])
-    if store is not None:
-        registry.register(read_observation_tool())
+    registry = builtin_registry(manager, store, images=False)
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

@@ -10,6 +10,7 @@ ends with the exit code (or the timeout, when ``sh`` itself was still running).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,16 @@ NAME = "shell"
 KILL_GRACE_S = 1.0
 
 ShellResult = RunResult
+
+
+@dataclass(frozen=True, slots=True)
+class ShellOptions:
+    """Where the shell tool runs its commands and how far it lets them go; given to
+    :func:`scratchpad.tools.builtin.builtin_registry`, whose caller decides to offer it."""
+
+    cwd: Path | None = None
+    timeout_s: float = 30.0
+    output_cap_chars: int = 10_000
 
 
 async def run_shell(

@@ -1,4 +1,5 @@
-"""Provider adapters, chosen by a ``provider:model`` spec (``SCRATCHPAD_MODEL``)."""
+"""Provider adapters, chosen by a ``provider:model`` spec (``SCRATCHPAD_MODEL``), or
+``scripted:FILE``: a ScriptedProvider playing back a JSON file (tests and demos)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from typing import TYPE_CHECKING
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, InvalidInputError
 from scratchpad.llm.provider import Provider
+from scratchpad.llm.scripted import ScriptedProvider
 from scratchpad.text import find_control
 
 if TYPE_CHECKING:
     from scratchpad.runtime.base import PadLLM
 
 PROVIDERS = ("anthropic", "openai", "openai-compatible")
+SCRIPTED = "scripted"
 KEY_VARIABLES = {
     "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
     "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
@@ -23,21 +26,27 @@ KEY_VARIABLES = {
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
-    """``"anthropic:claude-x"`` → ``("anthropic", "claude-x")``, or a ConfigError."""
+    """``"anthropic:claude-x"`` → ``("anthropic", "claude-x")``, ``"scripted:FILE"`` →
+    ``("scripted", "FILE")``, or a ConfigError."""
     provider, _, model = spec.partition(":")
-    if provider not in PROVIDERS or not model:
+    if provider not in (*PROVIDERS, SCRIPTED) or not model:
         raise ConfigError(
             f"model {spec!r} is not 'provider:model' with provider one of "
-            f"{', '.join(PROVIDERS)} (e.g. 'anthropic:claude-sonnet-4-5'); set SCRATCHPAD_MODEL"
+            f"{', '.join(PROVIDERS)} (e.g. 'anthropic:claude-sonnet-4-5'), nor "
+            "'scripted:FILE' (a JSON script); set SCRATCHPAD_MODEL"
         )
     return provider, model
 
 
 def create_provider(spec: str | None = None, *, settings: Settings | None = None) -> Provider:
     """The provider for ``spec`` (default: the ``model`` setting); keys come from the usual
-    environment variables (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL)."""
+    environment variables (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL). A
+    ``scripted:FILE`` spec reads its file on every call, so each provider starts the script
+    over."""
     settings = settings or Settings.load()
     provider, model = parse_model_spec(spec or settings.model)
+    if provider == SCRIPTED:
+        return ScriptedProvider.from_file(model)
     timeout, budget = settings.llm_timeout_s, settings.llm_retry_budget_s
     if provider == "anthropic":
         from scratchpad.llm.adapters.anthropic import AnthropicProvider

@@ -59,9 +59,10 @@ class AnthropicProvider(SDKProvider):
         self.model = model
         self.retry_budget_s = retry_budget_s
         self._sdk = anthropic
-        self._client = anthropic.AsyncAnthropic(
-            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
+        self._options = {"api_key": key, "base_url": base_url, "timeout": timeout_s}
+
+    def _new_client(self) -> Any:
+        return self._sdk.AsyncAnthropic(**self._options, max_retries=0)
 
     def _params(
         self,

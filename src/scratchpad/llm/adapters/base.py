@@ -1,11 +1,15 @@
 """What the SDK adapters share: retries, error mapping and the streaming skeleton.
 
-An adapter says how to build a request (``_params``), send it (``_create``), read a reply
-(``_response``), assemble a stream (``_builder``) and name a failure (``_mapped``).
+An adapter says how to make its SDK client (``_new_client``), build a request (``_params``),
+send it (``_create``), read a reply (``_response``), assemble a stream (``_builder``) and name
+a failure (``_mapped``). A client's pooled connections belong to the event loop that opened
+them (one kept from a closed loop fails), so a provider keeps one client per loop: used from
+a new loop (each agent cycle runs on its own) it makes a new client there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Sequence
@@ -45,6 +49,19 @@ class SDKProvider(Provider):
     retry_budget_s: float = 60.0
     key_variable: str = ""  # the environment variable that holds the API key
     _sdk: Any
+    _bound: tuple[asyncio.AbstractEventLoop, Any] | None = None  # (loop, its client)
+
+    @abstractmethod
+    def _new_client(self) -> Any:
+        """A new SDK client (it opens connections on the loop that first uses it)."""
+
+    @property
+    def _client(self) -> Any:
+        """The SDK client of the running event loop (a new one for a new loop)."""
+        loop = asyncio.get_running_loop()
+        if self._bound is None or self._bound[0] is not loop:
+            self._bound = (loop, self._new_client())
+        return self._bound[1]
 
     @abstractmethod
     def _params(

@@ -74,9 +74,10 @@ class OpenAIProvider(SDKProvider):
         self.compatible = compatible
         self.retry_budget_s = retry_budget_s
         self._sdk = openai
-        self._client = openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
+        self._options = {"api_key": key, "base_url": base_url, "timeout": timeout_s}
+
+    def _new_client(self) -> Any:
+        return self._sdk.AsyncOpenAI(**self._options, max_retries=0)
 
     def _params(
         self,
