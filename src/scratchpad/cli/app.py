@@ -15,12 +15,13 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from scratchpad.cli import connect as _connect  # noqa: F401 (adds vault connect / test)
 from scratchpad.cli.agent import agent_app
 from scratchpad.cli.commands import CONTEXT_SETTINGS, Command, Group
 from scratchpad.cli.obs import obs_app
 from scratchpad.cli.output import LiveCell, console, err_console, fail, print_json, print_text
 from scratchpad.cli.server_cmd import server_app
-from scratchpad.cli.connect import vault_app
+from scratchpad.cli.vault import vault_app
 from scratchpad.config import Settings
 from scratchpad.errors import PadError, PadNotFoundError, ScratchpadError
 from scratchpad.runtime.cell import Cell, StreamItem, new_cell_id

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import click
 import typer
 
 from scratchpad.cli.commands import Command
@@ -122,7 +123,7 @@ class TerminalForm:
             raise InvalidInputError(f"choose a method: {', '.join(ids)}")
         for method in methods:
             console.print(f"  {shown(method['id'])}: {shown(method.get('description', ''))}")
-        choice = typer.prompt("method", type=typer.Choice(ids), default=ids[0])
+        choice = typer.prompt("method", type=click.Choice(ids), default=ids[0])
         self.form = {**self.form, "auth_method": choice, "selected_method": choice}
 
     def _ask_field(self, field: dict[str, Any]) -> None:
@@ -209,4 +210,3 @@ def test(engine: EngineArg, name: NameArg) -> None:
     with_vault(lambda vault: vault.test(engine, name, form.follow))
     if form.status != "success":
         raise typer.Exit(1)
-

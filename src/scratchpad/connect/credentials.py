@@ -38,9 +38,7 @@ def stage(
 ) -> Submission:
     """Check and stage a submission (in memory only); InvalidInputError says what is wrong."""
     store = submissions if submissions is not None else STAGED
-    return store.stage(
-        form_spec, values, skipped, form_id=form_id, conversation_id=conversation_id
-    )
+    return store.stage(form_spec, values, skipped, form_id=form_id, conversation_id=conversation_id)
 
 
 def probe_provider(settings: Settings) -> Provider:

@@ -146,8 +146,12 @@ def _retry(events: ResponseEvents, problems: dict[str, str]) -> list[dict[str, A
     message = "Some fields need fixing before the connection can be tested."
     listed = "; ".join(f"{name}: {message}" for name, message in problems.items())
     return [
-        events.patch(form_error=message, status_text=None, _is_probing=False,
-                     **_field_changes(submission, fields)),  # fmt: skip
+        events.patch(
+            form_error=message,
+            status_text=None,
+            _is_probing=False,
+            **_field_changes(submission, fields),
+        ),
         events.text(f"{message} ({listed})\n"),
         events.completed("retry", f"{message} ({listed})", fields=sorted(problems)),
     ]
@@ -218,12 +222,17 @@ def _success(
     submission.outcome = {"status": "success", "summary": verdict.summary,
                           "connection": connection}  # fmt: skip
     text = (
-        f"Connected: {verdict.summary} Saved as {engine}/{name}; pads get "
-        f"{', '.join(variables)}."
+        f"Connected: {verdict.summary} Saved as {engine}/{name}; pads get {', '.join(variables)}."
     )
     return [
-        events.patch(_is_success=True, _is_probing=False, status_text=None, form_error=None,
-                     subtitle=verdict.summary, actions=SUCCESS_ACTIONS),  # fmt: skip
+        events.patch(
+            _is_success=True,
+            _is_probing=False,
+            status_text=None,
+            form_error=None,
+            subtitle=verdict.summary,
+            actions=SUCCESS_ACTIONS,
+        ),
         events.text(text + "\n"),
         events.completed("success", text, connection=connection),
     ]
@@ -236,8 +245,12 @@ def _failure(events: ResponseEvents, verdict: Verdict) -> list[dict[str, Any]]:
                           "follow_up": verdict.follow_up}  # fmt: skip
     text = f"The connection failed: {verdict.error} {verdict.follow_up}".strip()
     return [
-        events.patch(form_error=verdict.error, form_warning=verdict.follow_up or None,
-                     status_text=None, _is_probing=False),  # fmt: skip
+        events.patch(
+            form_error=verdict.error,
+            form_warning=verdict.follow_up or None,
+            status_text=None,
+            _is_probing=False,
+        ),
         events.text(text + "\n"),
         events.completed("failed", text, error=verdict.error, follow_up=verdict.follow_up),
     ]
@@ -251,9 +264,13 @@ def _needs_input(events: ResponseEvents, verdict: Verdict) -> list[dict[str, Any
     new_fields = {f["name"]: f for f in verdict.fields}
     text = f"More is needed: {verdict.reason} (new fields: {', '.join(names)})"
     return [
-        events.patch(subtitle=verdict.reason, status_text=None, _is_probing=False,
-                     form_error=None,
-                     **_where(verdict.method_id or submission.method_id, new_fields)),  # fmt: skip
+        events.patch(
+            subtitle=verdict.reason,
+            status_text=None,
+            _is_probing=False,
+            form_error=None,
+            **_where(verdict.method_id or submission.method_id, new_fields),
+        ),
         events.text(text + "\n"),
         events.completed("needs_input", text, reason=verdict.reason, fields=names),
     ]

@@ -20,7 +20,6 @@ import secrets
 import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 from scratchpad.agent.events import SessionEvent
 from scratchpad.agent.session import Session

@@ -41,7 +41,7 @@ def probe_prompt(submission: Submission, env_path: Path, timeout_s: float) -> st
             "",
             "A person typed the values into a form. They are in the file "
             f"{env_path} (`{ENV_FILE_NAME}` in the working directory of your pad "
-            f"{PROBE_PAD!r}), one KEY=\"value\" line per field, the value JSON-escaped. "
+            f'{PROBE_PAD!r}), one KEY="value" line per field, the value JSON-escaped. '
             "Read it inside the pad, for example:",
             READER,
             f"Variables in the file: {', '.join(variables) or 'none'}.",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,13 +42,15 @@ class TextAndCalls:
     calls: tuple[ToolCall, ...]
 
 
-Turn = str | Sequence[ToolCall] | TextAndCalls | Response
+Reply = str | Sequence[ToolCall] | TextAndCalls | Response
+Turn = Reply | Callable[[list[Message]], Reply]
 
 
 class ScriptedProvider(Provider):
     """Replies with the scripted turns in order: a string is a text reply, a list of
     :class:`ToolCall` is a tool-use reply, :class:`TextAndCalls` is text then tool calls, a
-    :class:`Response` is used as it is.
+    :class:`Response` is used as it is, and a callable is called with the messages so far
+    and returns one of those (a scripted model that reads a tool's result, for tests).
 
     Every request is recorded in ``requests`` (system, messages, tools, tool_choice,
     max_tokens), so tests can check what the model was shown.
@@ -100,9 +102,10 @@ class ScriptedProvider(Provider):
             )
         turn = self._turns[self._next]
         self._next += 1
-        return self._response(turn, len(self.requests), messages)
+        reply = turn(list(messages)) if callable(turn) else turn
+        return self._response(reply, len(self.requests), messages)
 
-    def _response(self, turn: Turn, number: int, messages: Sequence[Message]) -> Response:
+    def _response(self, turn: Reply, number: int, messages: Sequence[Message]) -> Response:
         prompt_size = sum(len(str(m.to_dict())) for m in messages) // 4
         if isinstance(turn, Response):
             return turn
