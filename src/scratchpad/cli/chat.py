@@ -17,6 +17,8 @@ from scratchpad.errors import ScratchpadError
 from scratchpad.llm.adapters import create_provider
 from scratchpad.observations import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.tools.builtin import builtin_registry
+from scratchpad.vault.forms import FORM_BLOCK, find_blocks
 
 SYSTEM = (
     "You are a capable assistant with a persistent Python pad named {pad!r}: use the "
@@ -35,6 +37,7 @@ async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> N
         manager=manager,
         store=store,
         system=SYSTEM.format(pad=pad),
+        registry=builtin_registry(manager, store, credentials=True),
         session_id=session_id,
     )
     images = manager.settings.home / "chat-images" / session_id
@@ -49,28 +52,46 @@ async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> N
             if not text.strip():
                 continue
             try:
-                await _turn(session, manager, text, images)
+                while text:  # a credential form the model asked for comes back as a note
+                    reply = await _turn(session, manager, text, images)
+                    text = await _requested_form(reply, manager)
             except ScratchpadError as exc:  # a failed turn is reported; the chat goes on
                 err_console.print(f"[red]error:[/red] {shown(str(exc))}")
     finally:
         store.close()
 
 
-async def _turn(session: Session, manager: ScratchpadManager, text: str, images: Path) -> None:
+async def _requested_form(reply: str, manager: ScratchpadManager) -> str:
+    """The last credential form of the reply, filled in here: the note for the model ('' when
+    the reply asked for none)."""
+    forms = [spec for kind, spec in find_blocks(reply) if kind == FORM_BLOCK]
+    if not forms:
+        return ""
+    from scratchpad.cli.connect import fill_requested_form
+
+    return await asyncio.to_thread(fill_requested_form, forms[-1], manager.settings)
+
+
+async def _turn(session: Session, manager: ScratchpadManager, text: str, images: Path) -> str:
+    """One turn shown as it streams; the reply's text."""
     loop = asyncio.get_running_loop()
     previous = signal.getsignal(signal.SIGINT)
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.add_signal_handler(
             signal.SIGINT, lambda: loop.create_task(manager.cancel_all_running())
         )
+    reply = ""
     try:
         async for event in session.turn_stream(text):
             _show(event, images)
+            if event.kind == "turn_end":
+                reply = str(event.data["text"])
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.remove_signal_handler(signal.SIGINT)
             signal.signal(signal.SIGINT, previous)  # Ctrl-C at the prompt ends the chat again
     console.print()
+    return reply
 
 
 def _show(event: SessionEvent, images: Path) -> None:

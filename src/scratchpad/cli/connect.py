@@ -29,8 +29,9 @@ from scratchpad.cli.vault import (
     vault_app,
     with_vault,
 )
-from scratchpad.cli.vaultclient import VaultAccess
-from scratchpad.errors import InvalidInputError
+from scratchpad.cli.vaultclient import VaultAccess, open_vault
+from scratchpad.config import Settings
+from scratchpad.errors import InvalidInputError, ScratchpadError
 from scratchpad.vault.engines import engine_form, get_engine
 from scratchpad.vault.forms import (
     FORM_BLOCK,
@@ -56,6 +57,7 @@ class TerminalForm:
         self.values: dict[str, str] = {}
         self.skipped: list[str] = []
         self.status = ""  # how the last round ended
+        self.response: dict[str, Any] = {}  # the last round's final response
 
     def fields(self) -> list[dict[str, Any]]:
         method = method_of(self.form)
@@ -79,6 +81,7 @@ class TerminalForm:
             _thought(str(event.get("thought_role", "")), event.get("thought") or {})
         elif kind in FINAL:
             response = event.get("response") or {}
+            self.response = response
             self.status = str(response.get("status", "failed"))
             error = (response.get("error") or {}).get("message")
             if error:
@@ -150,6 +153,35 @@ class TerminalForm:
             self.skipped = [n for n in self.skipped if n != name]
 
 
+def rounds(form: TerminalForm, vault: VaultAccess, *, interactive: bool) -> str:
+    """Ask, submit, and again while the probe wants fields fixed or added; how it ended."""
+    for _ in range(MAX_ROUNDS):
+        form.ask(interactive)
+        vault.submit(form.body(), form.follow)
+        if form.status not in ("retry", "needs_input") or not interactive:
+            break
+    return form.status
+
+
+def fill_requested_form(spec: dict[str, Any], settings: Settings) -> str:
+    """A form a conversation's model asked for, filled in on this terminal and probed; what
+    the model is told of it (names and the outcome, never a value)."""
+    try:
+        form = TerminalForm(spec)
+        console.print(f"[bold]{shown(form.form['title'])}[/bold] (the model never sees values)")
+        status = rounds(form, open_vault(settings), interactive=True)
+    except (ScratchpadError, click.Abort) as exc:
+        return f"[The credential form was not completed: {exc or 'cancelled'}]"
+    response, body = form.response, form.body()
+    filled = ", ".join(n for n, v in body["values"].items() if v) or "none"
+    outcome = response.get("output_text") or (response.get("error") or {}).get("message", "")
+    return (
+        f"[The person submitted credential form {form.form['form_id']} (submission "
+        f"{response.get('submission_id', '?')}; fields: {filled}; skipped: "
+        f"{', '.join(body['skipped']) or 'none'}). Result: {status}. {outcome}]"
+    )
+
+
 def _thought(role: str, thought: dict[str, Any]) -> None:
     if role == "scratchpad.start":
         what = thought.get("description") or thought.get("action") or "cell"
@@ -192,12 +224,7 @@ def connect(
     def job(vault: VaultAccess) -> str:
         form = TerminalForm(_form_for(engine, list(field or []), list(secret or [])))
         form.values.update(given_values(from_file, stdin))
-        for _ in range(MAX_ROUNDS):
-            form.ask(interactive=not stdin)
-            vault.submit(form.body(), form.follow)
-            if form.status not in ("retry", "needs_input") or stdin:
-                return form.status
-        return form.status
+        return rounds(form, vault, interactive=not stdin)
 
     if with_vault(job) != "success":
         raise typer.Exit(1)
