@@ -16,16 +16,19 @@ from scratchpad.connect import run_probe, saved_submission, stage
 from scratchpad.connect.submissions import Submission
 from scratchpad.llm.messages import Message, ToolResultBlock
 from scratchpad.llm.scripted import ScriptedProvider, Turn
+from scratchpad.vault.engines import engine_form
 from scratchpad.vault.forms import PATCH_BLOCK, find_blocks, merge_patch
 from scratchpad.vault.store import Vault
 from tests.connect.services import (
     HTTP_CHECK,
+    POSTGRES_CHECK,
     SQLITE_CHECK,
     TOKEN,
     bearer_service,
     call,
     cell,
     http_form,
+    postgres_service,
 )
 
 
@@ -327,3 +330,23 @@ async def test_no_submitted_value_is_left_in_any_file_of_the_home(
     assert TOKEN not in json.dumps(events) and TOKEN not in repr(provider.requests)
     for path in every_file(probe_settings.home):
         assert TOKEN.encode() not in path.read_bytes(), path
+
+
+async def test_a_local_postgres_is_probed_with_its_client_and_saved(
+    vault: Vault, probe_settings: Settings
+) -> None:
+    ok = [call("report_success", summary="Logged in; SELECT works.")]
+    with postgres_service() as server:
+        submission = stage(engine_form("postgres"), server)
+        turns = [[cell(POSTGRES_CHECK)], judged("logged in 42", ok, FAILURE), "Done."]
+        events, _ = await probe(submission, turns, vault, probe_settings)
+        wrong = stage(engine_form("postgres"), {**server, "password": "not-the-password"})
+        judge = judged("password authentication failed", FAILURE, ok)
+        refused, _ = await probe(wrong, [[cell(POSTGRES_CHECK)], judge, "Done."], vault,
+                                 probe_settings)  # fmt: skip
+    assert final(events)["status"] == "success", cell_texts(events)
+    assert vault.load("postgres", "1")["password"] == server["password"]
+    assert server["password"] not in json.dumps(events)
+    assert final(refused)["status"] == "failed", cell_texts(refused)
+    assert "password authentication failed" in cell_texts(refused)
+    assert len(vault.list()) == 1
