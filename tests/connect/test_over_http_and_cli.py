@@ -4,6 +4,7 @@ with the probe's model a script file (``SCRATCHPAD_PROBE_MODEL=scripted:FILE``).
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -221,3 +222,37 @@ def test_a_chat_model_asks_for_credentials_and_learns_only_names_and_the_outcome
     assert TOKEN not in history and url not in history
     stored = Vault(Settings(home=hermetic_env), keyring=None).load("http-api-key", "1")
     assert stored["api_key"] == TOKEN
+
+
+def test_a_server_stopped_mid_probe_ends_the_stream_and_leaves_no_probe_behind(
+    hermetic_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = "import time\nprint('waiting', flush=True)\ntime.sleep(120)"
+    monkeypatch.setenv(
+        "SCRATCHPAD_PROBE_MODEL", f"scripted:{script(tmp_path / 's.json', SUCCESS, slow)}"
+    )
+    body = {
+        "form_spec": http_form(),
+        "values": {"base_url": "http://127.0.0.1:9", "api_key": TOKEN},
+    }
+    frames: list[dict[str, Any]] = []
+    with running_server(hermetic_env, tmp_path, KEY) as (url, process):
+        headers = {"Authorization": f"Bearer {KEY}"}
+        with httpx.stream("POST", f"{url}/v1/datavault/submissions", json=body, headers=headers,
+                          timeout=60) as answer:  # fmt: skip
+            for line in answer.iter_lines():
+                if not line.startswith("data: "):
+                    continue
+                frames.append(json.loads(line[6:]))
+                if frames[-1].get("thought_role") == "scratchpad.start":
+                    time.sleep(0.5)  # the cell is running
+                    process.terminate()
+        assert process.wait(timeout=60) in (0, -signal.SIGTERM)  # uvicorn re-raises it
+    assert frames[-1]["type"] == "response.failed"
+    assert "stopped" in frames[-1]["response"]["error"]["message"]
+    assert list((hermetic_env / "probes").iterdir()) == []
+    assert not any(
+        str(hermetic_env) in str(path.resolve())
+        for path in Path("/proc").glob("[0-9]*/cwd")
+        if path.exists()
+    )

@@ -61,6 +61,11 @@ class ResponseEvents:
         return {"id": sub.id, "object": "response", "status": status,
                 "submission_id": sub.id, "form_id": sub.form_id, **more}  # fmt: skip
 
+    def ended(self, status: str, **outcome: Any) -> None:
+        """Record how the submission ended (scrubbed: a probe's texts are its own words)."""
+        self.submission.status = status
+        self.submission.outcome = map_strings({"status": status, **outcome}, self.scrub)
+
     def created(self) -> dict[str, Any]:
         return self.event("response.created", response=self.response("in_progress"))
 
@@ -140,8 +145,7 @@ def _problems(submission: Submission) -> dict[str, str]:
 
 def _retry(events: ResponseEvents, problems: dict[str, str]) -> list[dict[str, Any]]:
     submission = events.submission
-    submission.status = "retry"
-    submission.outcome = {"status": "retry", "fields": sorted(problems)}
+    events.ended("retry", fields=sorted(problems))
     fields = {name: {"error": message} for name, message in problems.items()}
     message = "Some fields need fixing before the connection can be tested."
     listed = "; ".join(f"{name}: {message}" for name, message in problems.items())
@@ -215,12 +219,9 @@ def _save(submission: Submission, vault: Vault) -> tuple[str, str]:
 def _success(
     events: ResponseEvents, verdict: Verdict, vault: Vault, engine: str, name: str
 ) -> list[dict[str, Any]]:
-    submission = events.submission
     variables = [env_name(engine, name, f) for f in vault.load(engine, name) if f[:1] != "_"]
     connection = {"engine": engine, "name": name, "variables": variables}
-    submission.status = "success"
-    submission.outcome = {"status": "success", "summary": verdict.summary,
-                          "connection": connection}  # fmt: skip
+    events.ended("success", summary=verdict.summary, connection=connection)
     text = (
         f"Connected: {verdict.summary} Saved as {engine}/{name}; pads get {', '.join(variables)}."
     )
@@ -239,10 +240,7 @@ def _success(
 
 
 def _failure(events: ResponseEvents, verdict: Verdict) -> list[dict[str, Any]]:
-    submission = events.submission
-    submission.status = "failed"
-    submission.outcome = {"status": "failed", "error": verdict.error,
-                          "follow_up": verdict.follow_up}  # fmt: skip
+    events.ended("failed", error=verdict.error, follow_up=verdict.follow_up)
     text = f"The connection failed: {verdict.error} {verdict.follow_up}".strip()
     return [
         events.patch(
@@ -259,8 +257,7 @@ def _failure(events: ResponseEvents, verdict: Verdict) -> list[dict[str, Any]]:
 def _needs_input(events: ResponseEvents, verdict: Verdict) -> list[dict[str, Any]]:
     submission = events.submission
     names = [f["name"] for f in verdict.fields]
-    submission.status = "needs_input"
-    submission.outcome = {"status": "needs_input", "reason": verdict.reason, "fields": names}
+    events.ended("needs_input", reason=verdict.reason, fields=names)
     new_fields = {f["name"]: f for f in verdict.fields}
     text = f"More is needed: {verdict.reason} (new fields: {', '.join(names)})"
     return [
@@ -277,9 +274,7 @@ def _needs_input(events: ResponseEvents, verdict: Verdict) -> list[dict[str, Any
 
 
 def _fail(events: ResponseEvents, message: str, exc: Exception) -> list[dict[str, Any]]:
-    submission = events.submission
-    submission.status = "failed"
-    submission.outcome = {"status": "failed", "error": message}
+    events.ended("failed", error=message)
     code = type(exc).__name__ if isinstance(exc, ScratchpadError) else "InternalError"
     return [
         events.patch(form_error=message, status_text=None, _is_probing=False),

@@ -27,6 +27,7 @@ from scratchpad.config import Settings
 from scratchpad.connect.probe_tools import ProbeEvent, ProbeTools, Verdict
 from scratchpad.connect.prompt import ENV_FILE_NAME, USER_MESSAGE, env_variable, probe_prompt
 from scratchpad.connect.submissions import Submission
+from scratchpad.errors import PadClosedError
 from scratchpad.fsutil import PRIVATE_FILE_MODE, private_dir
 from scratchpad.llm.provider import Provider
 from scratchpad.runtime.manager import ScratchpadManager, local_factory
@@ -36,6 +37,8 @@ from scratchpad.vault.scrub import Scrubber, register
 from scratchpad.vault.scrub import scrub as process_scrub
 
 PROBES_DIR = "probes"
+STOP_WAIT_S = 10.0
+_running: set[Probe] = set()  # the probes under way in this process
 NO_VERDICT = Verdict(
     "failed",
     error="Probe ended without a verdict.",
@@ -79,6 +82,16 @@ class Probe:
         self.settings = settings
         self.scrub = scrub or submission_scrubber(submission)
         self.verdict: Verdict = NO_VERDICT
+        self._turn: asyncio.Task[str] | None = None
+        self._stopped = ""  # why the probe was stopped from outside
+        self.finished = asyncio.Event()  # set once it has cleaned up
+
+    def stop(self, reason: str) -> None:
+        """End the probe now (its model's turn cancelled, its pads removed): it then fails
+        with PadClosedError saying ``reason``."""
+        self._stopped = reason
+        if self._turn is not None:
+            self._turn.cancel()
 
     async def events(self) -> AsyncIterator[ProbeEvent]:
         """What the probe does, as it happens; the verdict is set when this ends. Errors of
@@ -89,6 +102,7 @@ class Probe:
         try:
             write_env_file(env_path, self._env())
             manager = probe_manager(self.settings, directory)
+            _running.add(self)
             async for event in self._run(manager, env_path):
                 yield event
         finally:
@@ -96,6 +110,8 @@ class Probe:
             if manager is not None:
                 await _remove_pads(manager)
             await asyncio.to_thread(shutil.rmtree, directory, True)
+            _running.discard(self)
+            self.finished.set()
 
     def _directory(self) -> Path:
         parent = private_dir(self.settings.home / PROBES_DIR)
@@ -125,13 +141,15 @@ class Probe:
             scrub=self.scrub,
         )
         session.subscribe(lambda event: _translate(event, queue.put_nowait))
-        turn = asyncio.create_task(session.turn(USER_MESSAGE))
+        turn = self._turn = asyncio.create_task(session.turn(USER_MESSAGE))
         turn.add_done_callback(lambda _: queue.put_nowait(None))
         verdict: Verdict | None = None
         try:
             async with asyncio.timeout(timeout_s):
                 while (event := await queue.get()) is not None:
                     yield event
+                if self._stopped:
+                    raise PadClosedError(f"the probe was stopped: {self._stopped}")
                 turn.result()  # the model's or the pad's failure, raised here
             verdict = tools.verdict
         except TimeoutError:
@@ -177,6 +195,19 @@ def probe_manager(settings: Settings, directory: Path) -> ScratchpadManager:
     )
     factory = local_factory(probe_settings, directory, secrets=None, guarded=(settings.home,))
     return ScratchpadManager(settings=probe_settings, runtime_factory=factory)
+
+
+async def stop_probes(reason: str, wait_s: float = STOP_WAIT_S) -> None:
+    """Stop every probe under way (a server shutting down) and wait, up to ``wait_s``, for
+    them to clean up: each ends its stream saying ``reason``."""
+    probes = list(_running)
+    for probe in probes:
+        probe.stop(reason)
+    if probes:
+        waits = [asyncio.ensure_future(probe.finished.wait()) for probe in probes]
+        await asyncio.wait(waits, timeout=wait_s)
+        for waiting in waits:
+            waiting.cancel()
 
 
 async def _remove_pads(manager: ScratchpadManager) -> None:

@@ -25,6 +25,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from scratchpad import __version__
+from scratchpad.connect.probe import stop_probes
 from scratchpad.errors import (
     InstallError,
     PadNotFoundError,
@@ -105,6 +106,7 @@ def create_app(
             async with mcp_sessions.run(), housekeeping(store, gc_every):
                 yield
         finally:
+            await stop_probes(reason="the server stopped")
             await manager.close_all(reason="the server stopped")  # in-process apps (tests)
             if on_shutdown is not None:
                 on_shutdown()

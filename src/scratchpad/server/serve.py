@@ -11,6 +11,7 @@ import socket
 import uvicorn
 
 from scratchpad.config import Settings
+from scratchpad.connect.probe import stop_probes
 from scratchpad.errors import ConfigError
 from scratchpad.fsutil import private_dir
 from scratchpad.observations.store import ObservationStore
@@ -155,5 +156,6 @@ class PadServer(uvicorn.Server):
             if loop.time() > deadline:
                 break
             await asyncio.sleep(0.05)
+        await stop_probes(STOPPED)  # their streams end saying so, their pads are removed
         await self.manager.close_all(reason=STOPPED)
         await super().shutdown(sockets)

@@ -2,8 +2,9 @@
 agent's cycle, the MCP server, a probe session) offers them the same way and in the same order.
 
 The order is fixed: ``echo``, ``scratchpad``, ``read_observation``, ``read_image``, ``shell``,
-``request_credentials`` and ``update_form``, then the caller's own tools. It decides the order of the tools and of their system-prompt
-fragments the model sees, so a caller that drops a tool does not reorder the others.
+``request_credentials`` and ``update_form``, then the caller's own tools. It decides the order
+of the tools and of their system-prompt fragments the model sees, so a caller that drops a
+tool does not reorder the others.
 """
 
 from __future__ import annotations
