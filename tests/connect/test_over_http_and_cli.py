@@ -180,13 +180,15 @@ def test_vault_connect_and_test_from_the_terminal(
 
         tested = runner.invoke(app, ["vault", "test", "http-api-key", "1"])
         assert tested.exit_code == 0, tested.output
+        missing = runner.invoke(app, ["vault", "test", "http-api-key", "9"])
+        assert missing.exit_code == 2 and "no connection http-api-key/9" in missing.output
 
         failing = script(tmp_path / "no.json", FAILURE)
         monkeypatch.setenv("SCRATCHPAD_PROBE_MODEL", f"scripted:{failing}")
         values = json.dumps({"base_url": url, "api_key": TOKEN + "-wrong"})
         refused = runner.invoke(app, ["vault", "connect", "http-api-key", "--stdin"],
                                 input=values)  # fmt: skip
-    assert refused.exit_code == 1
+    assert refused.exit_code == 1 and isinstance(refused.exception, SystemExit), refused.output
     assert "The service refused the key." in refused.output
     assert len(Vault(Settings(home=hermetic_env), keyring=None).list()) == 1
 

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sqlite3
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,8 @@ import pytest
 from scratchpad.config import Settings
 from scratchpad.connect import run_probe, saved_submission, stage
 from scratchpad.connect.submissions import Submission
-from scratchpad.llm.messages import Message, ToolResultBlock
-from scratchpad.llm.scripted import ScriptedProvider, Turn
+from scratchpad.llm.messages import Message, StreamEvent, TextDelta, ToolResultBlock
+from scratchpad.llm.scripted import ScriptedProvider, TextAndCalls, Turn
 from scratchpad.vault.engines import engine_form
 from scratchpad.vault.forms import PATCH_BLOCK, find_blocks, merge_patch
 from scratchpad.vault.store import Vault
@@ -229,6 +230,8 @@ async def test_a_probe_that_runs_too_long_times_out_and_its_kernel_is_gone(
     assert response["status"] == "failed"
     assert response["error"] == "Probe timed out after 6s."
     assert "reachable" in response["follow_up"]
+    roles = [e.get("thought_role") for e in events if e["type"] == "response.in_progress"]
+    assert roles == ["scratchpad.start", "scratchpad.end"]  # the cell ended with the probe
     assert processes_under(settings.home / "probes") == []
     assert list((settings.home / "probes").iterdir()) == []
 
@@ -350,3 +353,81 @@ async def test_a_local_postgres_is_probed_with_its_client_and_saved(
     assert final(refused)["status"] == "failed", cell_texts(refused)
     assert "password authentication failed" in cell_texts(refused)
     assert len(vault.list()) == 1
+
+
+class ChunkyProvider(ScriptedProvider):
+    """Streams text four characters at a time, as real adapters stream tokens."""
+
+    async def stream(self, **kwargs: Any) -> AsyncIterator[StreamEvent]:
+        async for event in super().stream(**kwargs):
+            if isinstance(event, TextDelta):
+                for start in range(0, len(event.text), 4):
+                    yield TextDelta(event.text[start : start + 4])
+            else:
+                yield event
+
+
+async def test_nothing_the_probe_writes_leaks_a_value_anywhere(
+    vault: Vault, probe_settings: Settings
+) -> None:
+    """A careless probe: its prose (streamed in pieces), a long status, a verdict and a new
+    field's help all hold the token; none of it reaches the stream or the submission's record,
+    and a new field may not be named after a value."""
+    submission = stage(http_form(), {"base_url": "http://127.0.0.1:9", "api_key": TOKEN})
+    careless = [
+        TextAndCalls(f"I won't say {TOKEN}.", (call("set_status", text="x" * 985 + TOKEN),)),
+        [call("request_extra_field", reason="r", fields=[{"name": TOKEN}])],
+        [call("request_extra_field", reason="r", fields=[{}])],
+        [call("request_extra_field", reason="r", fields=[{"name": "api_key", "type": "text"}])],
+        [call("request_extra_field", reason=f"need {TOKEN}",
+              fields=[{"name": "region", "help": f"not {TOKEN}"}])],
+        [call("report_failure", error=f"rejected {TOKEN}", follow_up=f"not {TOKEN}")],
+        "Done.",
+    ]  # fmt: skip
+    provider = ChunkyProvider(careless)
+    events = [e async for e in run_probe(submission, provider=provider, vault=vault,
+                                         settings=probe_settings)]  # fmt: skip
+    shown = json.dumps(events) + json.dumps(submission.describe())
+    for piece in (TOKEN, TOKEN[:8], TOKEN[-8:]):
+        assert piece not in shown
+    refusals = repr([  # the tool results the model read (its own words hold the token here)
+        block for m in provider.requests[-1]["messages"] for block in m.content
+        if isinstance(block, ToolResultBlock)
+    ])  # fmt: skip
+    assert "must not hold a submitted value" in refusals
+    assert "every field needs a name" in refusals and "has a field 'api_key' already" in refusals
+    assert TOKEN not in refusals
+    assert final(events)["status"] == "failed"  # the last verdict
+    assert "[DS_API_KEY]" in "".join(
+        e["delta"] for e in events if e["type"] == "response.output_text.delta"
+    )
+
+
+async def test_names_equal_to_a_value_stay_names(vault: Vault, probe_settings: Settings) -> None:
+    """A value that is also the engine's name, or the form's id, is scrubbed from what the
+    probe says, but names and ids stay as they are (the stream still ends properly)."""
+    form = {"engine": "postgres", "title": "Postgres", "form_id": "postgres-form",
+            "fields": [{"name": "user", "required": True}, {"name": "database"}]}  # fmt: skip
+    submission = stage(form, {"user": "postgres", "database": "postgres-form"})
+    turns = [[call("set_status", text="as postgres")], SUCCESS, "Done."]
+    events, _ = await probe(submission, turns, vault, probe_settings)
+    response = final(events)
+    assert response["status"] == "success"
+    assert response["connection"]["engine"] == "postgres"
+    assert "Saved as postgres/1" in response["output_text"]
+    assert response["form_id"] == "postgres-form"
+    assert any(p.get("status_text") == "as [DS_USER]" for p in patches(events))
+
+
+async def test_a_probe_left_by_a_process_that_died_is_removed(
+    vault: Vault, probe_settings: Settings
+) -> None:
+    probes = probe_settings.home / "probes"
+    dead = probes / "sub_000000000000-999999999-0a0b0c0d"  # no such process
+    live = probes / f"sub_111111111111-{os.getpid()}-0a0b0c0d"
+    for directory in (dead, live):
+        directory.mkdir(parents=True)
+        (directory / "credentials.env").write_text(f'DS_API_KEY="{TOKEN}"\n')
+    submission = stage(http_form(), {"base_url": "http://127.0.0.1:9", "api_key": TOKEN})
+    await probe(submission, [FAILURE, "Done."], vault, probe_settings)
+    assert not dead.exists() and live.exists()

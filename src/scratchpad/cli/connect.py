@@ -83,9 +83,8 @@ class TerminalForm:
             response = event.get("response") or {}
             self.response = response
             self.status = str(response.get("status", "failed"))
-            error = (response.get("error") or {}).get("message")
-            if error:
-                console.print(f"[red]{shown(error)}[/red]")
+            if kind == "response.failed":  # a verdict was told in the stream's text already
+                console.print(f"[red]{shown(outcome_text(response))}[/red]")
 
     def _delta(self, text: str) -> None:
         for kind, block in find_blocks(text):
@@ -102,9 +101,10 @@ class TerminalForm:
         if prose.strip():
             console.print(shown(prose), end="")
 
-    def ask(self, interactive: bool) -> None:
-        """Ask for every field without a value yet, or with an error to fix."""
+    def ask(self, interactive: bool) -> int:
+        """Ask for every field without a value yet, or with an error to fix; how many."""
         self._choose_method(interactive)
+        asked = 0
         for field in self.fields():
             name = field["name"]
             if name in self.skipped and not field.get("error"):
@@ -116,6 +116,8 @@ class TerminalForm:
                     raise InvalidInputError(f"field {name!r} is not on standard input")
                 continue
             self._ask_field(field)
+            asked += 1
+        return asked
 
     def _choose_method(self, interactive: bool) -> None:
         methods = self.form.get("methods") or []
@@ -155,12 +157,21 @@ class TerminalForm:
 
 def rounds(form: TerminalForm, vault: VaultAccess, *, interactive: bool) -> str:
     """Ask, submit, and again while the probe wants fields fixed or added; how it ended."""
-    for _ in range(MAX_ROUNDS):
-        form.ask(interactive)
+    for number in range(MAX_ROUNDS):
+        if form.ask(interactive) == 0 and number > 0:
+            console.print("[yellow]the probe asked again for fields already filled in[/yellow]")
+            break
         vault.submit(form.body(), form.follow)
         if form.status not in ("retry", "needs_input") or not interactive:
             break
     return form.status
+
+
+def outcome_text(response: dict[str, Any]) -> str:
+    """What a final response says: its text, or its error's message."""
+    error = response.get("error")
+    message = error.get("message", "") if isinstance(error, dict) else error
+    return str(response.get("output_text") or message or "")
 
 
 def fill_requested_form(spec: dict[str, Any], settings: Settings) -> str:
@@ -174,7 +185,7 @@ def fill_requested_form(spec: dict[str, Any], settings: Settings) -> str:
         return f"[The credential form was not completed: {exc or 'cancelled'}]"
     response, body = form.response, form.body()
     filled = ", ".join(n for n, v in body["values"].items() if v) or "none"
-    outcome = response.get("output_text") or (response.get("error") or {}).get("message", "")
+    outcome = outcome_text(response)
     return (
         f"[The person submitted credential form {form.form['form_id']} (submission "
         f"{response.get('submission_id', '?')}; fields: {filled}; skipped: "

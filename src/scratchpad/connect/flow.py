@@ -6,7 +6,8 @@ reads the other: ``response.created``; ``response.output_text.delta`` (the chat 
 probe's scratchpad calls: ``thought_role`` ``scratchpad.start`` / ``scratchpad.result`` /
 ``scratchpad.end``); then ``response.completed`` (``response.status``: success, needs_input,
 retry or failed) or ``response.failed`` (the probe could not run). Each has a
-``sequence_number`` from 0. Every string of every event passes the probe's scrubber.
+``sequence_number`` from 0. What the probe made (its prose, cells, statuses, verdict texts and
+fields) is scrubbed of every submitted value as it leaves the probe.
 
 - retry: the engine's shape check failed (no probe ran); the fields say what to fix.
 - success: the connection is saved as a new one (never over another), or for a connection
@@ -18,20 +19,22 @@ retry or failed) or ``response.failed`` (the probe could not run). Each has a
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from scratchpad.config import Settings
-from scratchpad.connect.probe import Probe, submission_scrubber
+from scratchpad.connect.probe import Probe
 from scratchpad.connect.probe_tools import ProbeEvent, Verdict
+from scratchpad.connect.prompt import PROBE_PAD
+from scratchpad.connect.scrubbing import SubmissionScrubber
 from scratchpad.connect.submissions import Submission
-from scratchpad.errors import ScratchpadError
+from scratchpad.errors import InvalidInputError, ScratchpadError
 from scratchpad.llm.provider import Provider
 from scratchpad.text import cut_middle
 from scratchpad.vault.engines import shape_problems
 from scratchpad.vault.forms import patch_block
 from scratchpad.vault.names import env_name
-from scratchpad.vault.scrub import MIN_SECRET_CHARS, map_strings
+from scratchpad.vault.scrub import MIN_SECRET_CHARS
 from scratchpad.vault.store import Vault
 
 log = logging.getLogger(__name__)
@@ -43,18 +46,18 @@ SUCCESS_ACTIONS = [
 
 
 class ResponseEvents:
-    """The events of one stream, numbered in order and scrubbed."""
+    """The events of one stream, numbered in order. What the probe made is scrubbed where
+    it comes out of the probe; names and ids (engine, connection, fields) are shown as they
+    are."""
 
-    def __init__(self, submission: Submission, scrub: Callable[[str], str]) -> None:
+    def __init__(self, submission: Submission) -> None:
         self.submission = submission
-        self.scrub = scrub
         self._sequence = 0
 
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
         payload = {"type": kind, "sequence_number": self._sequence, **fields}
         self._sequence += 1
-        scrubbed: dict[str, Any] = map_strings(payload, self.scrub)
-        return scrubbed
+        return payload
 
     def response(self, status: str, **more: Any) -> dict[str, Any]:
         sub = self.submission
@@ -62,9 +65,9 @@ class ResponseEvents:
                 "submission_id": sub.id, "form_id": sub.form_id, **more}  # fmt: skip
 
     def ended(self, status: str, **outcome: Any) -> None:
-        """Record how the submission ended (scrubbed: a probe's texts are its own words)."""
+        """Record how the submission ended (what ``describe()`` shows)."""
         self.submission.status = status
-        self.submission.outcome = map_strings({"status": status, **outcome}, self.scrub)
+        self.submission.outcome = {"status": status, **outcome}
 
     def created(self) -> dict[str, Any]:
         return self.event("response.created", response=self.response("in_progress"))
@@ -73,9 +76,14 @@ class ResponseEvents:
         return self.event("response.output_text.delta", item_id=self.submission.id,
                           output_index=0, content_index=0, delta=text)  # fmt: skip
 
-    def patch(self, **changes: Any) -> dict[str, Any]:
-        patch = map_strings({"form_id": self.submission.form_id, **changes}, self.scrub)
-        return self.text("\n" + patch_block(patch) + "\n")
+    def patch(self, **changes: Any) -> list[dict[str, Any]]:
+        """The patch as a block in a text delta; none (logged) if it is not a valid patch."""
+        try:
+            block = patch_block({"form_id": self.submission.form_id, **changes})
+        except InvalidInputError as exc:
+            log.warning("a form patch of submission %s was left out: %s", self.submission.id, exc)
+            return []
+        return [self.text("\n" + block + "\n")]
 
     def thought(self, role: str, **thought: Any) -> dict[str, Any]:
         return self.event("response.in_progress", response=self.response("in_progress"),
@@ -100,28 +108,42 @@ async def submission_events(
 ) -> AsyncIterator[dict[str, Any]]:
     """The whole stream of one submission (see the module docstring). ``saved``: the
     (engine, name) the values come from, when testing a stored connection."""
-    events = ResponseEvents(submission, submission_scrubber(submission))
+    events = ResponseEvents(submission)
+    scrub = SubmissionScrubber(submission)
     yield events.created()
     submission.status = "probing"
     try:
-        problems = _problems(submission)
+        problems = {name: scrub(text) for name, text in _problems(submission).items()}
         if problems:
             for event in _retry(events, problems):
                 yield event
             return
         yield events.text(f"Testing the {submission.engine} connection…\n")
         cleared = {f["name"]: {"error": None, "status": None} for f in submission.fields()}
-        yield events.patch(_is_probing=True, _is_success=None, form_error=None,
-                           form_warning=None, status_text="Testing the connection…",
-                           **_field_changes(submission, cleared))  # fmt: skip
-        probe = Probe(submission, provider=provider, settings=settings, scrub=events.scrub)
-        async for probe_event in probe.events():
-            for event in _translated(events, probe_event):
-                yield event
+        for event in events.patch(_is_probing=True, _is_success=None, form_error=None,
+                                  form_warning=None, status_text="Testing the connection…",
+                                  **_field_changes(submission, cleared)):  # fmt: skip
+            yield event
+        probe = Probe(submission, provider=provider, settings=settings, scrub=scrub)
+        open_cell = False
+        try:
+            async for probe_event in probe.events():
+                open_cell = probe_event.kind == "cell_start" or (
+                    open_cell and probe_event.kind != "cell_result"
+                )
+                for event in _translated(events, probe_event):
+                    yield event
+        except Exception:
+            if open_cell:  # the probe ended while a cell ran: the cell ends with it
+                yield events.thought("scratchpad.end", pad=PROBE_PAD, ok=False)
+            raise
+        if open_cell:
+            yield events.thought("scratchpad.end", pad=PROBE_PAD, ok=False)
         for event in _verdict(events, probe.verdict, vault, saved):
             yield event
     except ScratchpadError as exc:
-        for event in _fail(events, f"The connection could not be tested: {exc}", exc):
+        message = scrub(f"The connection could not be tested: {exc}")
+        for event in _fail(events, message, exc):
             yield event
     except Exception as exc:
         log.exception("the probe of submission %s failed", submission.id)
@@ -150,7 +172,7 @@ def _retry(events: ResponseEvents, problems: dict[str, str]) -> list[dict[str, A
     message = "Some fields need fixing before the connection can be tested."
     listed = "; ".join(f"{name}: {message}" for name, message in problems.items())
     return [
-        events.patch(
+        *events.patch(
             form_error=message,
             status_text=None,
             _is_probing=False,
@@ -164,21 +186,21 @@ def _retry(events: ResponseEvents, problems: dict[str, str]) -> list[dict[str, A
 def _translated(events: ResponseEvents, event: ProbeEvent) -> list[dict[str, Any]]:
     data = event.data
     if event.kind == "status":
-        return [events.patch(status_text=data["text"])]
+        return events.patch(status_text=data["text"])
     if event.kind in ("field_status", "remove_field"):
         change = {"status": data["status"]} if event.kind == "field_status" else None
-        return [events.patch(**_where(data["method_id"], {data["name"]: change}))]
+        return events.patch(**_where(data["method_id"], {data["name"]: change}))
     if event.kind == "switch_method":
-        return [events.patch(selected_method=data["method_id"], status_text=data["reason"])]
+        return events.patch(selected_method=data["method_id"], status_text=data["reason"])
     if event.kind == "text":
         return [events.text(data["text"])]
     if event.kind == "cell_start":
-        return [events.thought("scratchpad.start", pad="probe", **data)]
+        return [events.thought("scratchpad.start", pad=PROBE_PAD, **data)]
     if event.kind == "cell_result":
         text = cut_middle(data["text"], CELL_TEXT_CHARS)
         return [
-            events.thought("scratchpad.result", pad="probe", ok=data["ok"], text=text),
-            events.thought("scratchpad.end", pad="probe", ok=data["ok"]),
+            events.thought("scratchpad.result", pad=PROBE_PAD, ok=data["ok"], text=text),
+            events.thought("scratchpad.end", pad=PROBE_PAD, ok=data["ok"]),
         ]
     return []
 
@@ -226,7 +248,7 @@ def _success(
         f"Connected: {verdict.summary} Saved as {engine}/{name}; pads get {', '.join(variables)}."
     )
     return [
-        events.patch(
+        *events.patch(
             _is_success=True,
             _is_probing=False,
             status_text=None,
@@ -234,7 +256,7 @@ def _success(
             subtitle=verdict.summary,
             actions=SUCCESS_ACTIONS,
         ),
-        events.text(text + "\n"),
+        events.text("\n" + text + "\n"),
         events.completed("success", text, connection=connection),
     ]
 
@@ -243,13 +265,13 @@ def _failure(events: ResponseEvents, verdict: Verdict) -> list[dict[str, Any]]:
     events.ended("failed", error=verdict.error, follow_up=verdict.follow_up)
     text = f"The connection failed: {verdict.error} {verdict.follow_up}".strip()
     return [
-        events.patch(
+        *events.patch(
             form_error=verdict.error,
             form_warning=verdict.follow_up or None,
             status_text=None,
             _is_probing=False,
         ),
-        events.text(text + "\n"),
+        events.text("\n" + text + "\n"),
         events.completed("failed", text, error=verdict.error, follow_up=verdict.follow_up),
     ]
 
@@ -261,14 +283,14 @@ def _needs_input(events: ResponseEvents, verdict: Verdict) -> list[dict[str, Any
     new_fields = {f["name"]: f for f in verdict.fields}
     text = f"More is needed: {verdict.reason} (new fields: {', '.join(names)})"
     return [
-        events.patch(
+        *events.patch(
             subtitle=verdict.reason,
             status_text=None,
             _is_probing=False,
             form_error=None,
             **_where(verdict.method_id or submission.method_id, new_fields),
         ),
-        events.text(text + "\n"),
+        events.text("\n" + text + "\n"),
         events.completed("needs_input", text, reason=verdict.reason, fields=names),
     ]
 
@@ -277,7 +299,7 @@ def _fail(events: ResponseEvents, message: str, exc: Exception) -> list[dict[str
     events.ended("failed", error=message)
     code = type(exc).__name__ if isinstance(exc, ScratchpadError) else "InternalError"
     return [
-        events.patch(form_error=message, status_text=None, _is_probing=False),
+        *events.patch(form_error=message, status_text=None, _is_probing=False),
         events.failed(message, code),
     ]
 

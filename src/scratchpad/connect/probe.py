@@ -5,10 +5,13 @@ private directory of their own (``<home>/probes/<id>/``, 0700) whose pad manager
 no credentials. The submitted values reach the pad only as ``credentials.env`` in that
 directory (0600); the file and the directory are removed in ``finally``, the pads with them.
 
-Everything the probe says or prints passes a scrubber that knows every submitted value, on
-top of the process's one (which learns the secret ones first), before the model or anyone
-else sees it. The probe ends with exactly one verdict: the last one it gave, a failure
-("Probe ended without a verdict.") when it gave none, or a failure when it ran out of time.
+A probe's directory is named after the process running it, so one left behind by a process
+that died (killed, the machine lost power) is removed by the next probe or server start.
+
+Everything the probe says or prints passes a scrubber that knows every submitted value (see
+:mod:`scratchpad.connect.scrubbing`) before its model or anyone else sees it. The probe ends
+with exactly one verdict: the last one it gave, a failure ("Probe ended without a
+verdict.") when it gave none, or a failure when it ran out of time.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from scratchpad.agent.session import Session
 from scratchpad.config import Settings
 from scratchpad.connect.probe_tools import ProbeEvent, ProbeTools, Verdict
 from scratchpad.connect.prompt import ENV_FILE_NAME, USER_MESSAGE, env_variable, probe_prompt
+from scratchpad.connect.scrubbing import SubmissionScrubber
 from scratchpad.connect.submissions import Submission
 from scratchpad.errors import PadClosedError
 from scratchpad.fsutil import PRIVATE_FILE_MODE, private_dir
@@ -33,8 +37,6 @@ from scratchpad.llm.provider import Provider
 from scratchpad.runtime.manager import ScratchpadManager, local_factory
 from scratchpad.tools.builtin import builtin_registry
 from scratchpad.tools.scratchpad_tool import NAME as SCRATCHPAD
-from scratchpad.vault.scrub import Scrubber, register
-from scratchpad.vault.scrub import scrub as process_scrub
 
 PROBES_DIR = "probes"
 STOP_WAIT_S = 10.0
@@ -55,17 +57,6 @@ def timed_out(timeout_s: float) -> Verdict:
     )
 
 
-def submission_scrubber(submission: Submission) -> Callable[[str], str]:
-    """The process's scrubber, then one that knows every value of ``submission`` (a host
-    name too: it is not the vault's business, but it is not the probe's to show either).
-    The secret values are registered with the process's scrubber for good."""
-    register((submission.values[n], env_variable(n)) for n in submission.secret_fields()
-             if n in submission.values)  # fmt: skip
-    local = Scrubber()
-    local.add_many({value: env_variable(name) for name, value in submission.values.items()})
-    return lambda text: local.scrub(process_scrub(text))
-
-
 class Probe:
     """One run of the probe; iterate :meth:`events`, then read :attr:`verdict`."""
 
@@ -75,12 +66,12 @@ class Probe:
         *,
         provider: Provider,
         settings: Settings,
-        scrub: Callable[[str], str] | None = None,
+        scrub: SubmissionScrubber | None = None,
     ) -> None:
         self.submission = submission
         self.provider = provider
         self.settings = settings
-        self.scrub = scrub or submission_scrubber(submission)
+        self.scrub = scrub or SubmissionScrubber(submission)
         self.verdict: Verdict = NO_VERDICT
         self._turn: asyncio.Task[str] | None = None
         self._stopped = ""  # why the probe was stopped from outside
@@ -114,8 +105,9 @@ class Probe:
             self.finished.set()
 
     def _directory(self) -> Path:
+        clear_stale_probes(self.settings.home)
         parent = private_dir(self.settings.home / PROBES_DIR)
-        directory = parent / f"{self.submission.id}-{secrets.token_hex(4)}"
+        directory = parent / f"{self.submission.id}-{os.getpid()}-{secrets.token_hex(4)}"
         directory.mkdir(mode=0o700)
         return directory
 
@@ -129,7 +121,7 @@ class Probe:
 
     async def _run(self, manager: ScratchpadManager, env_path: Path) -> AsyncIterator[ProbeEvent]:
         queue: asyncio.Queue[ProbeEvent | None] = asyncio.Queue()
-        tools = ProbeTools(self.submission.form, queue.put_nowait)
+        tools = ProbeTools(self.submission.form, queue.put_nowait, self.scrub)
         timeout_s = self.settings.probe_timeout_s
         session = Session(
             provider=self.provider,
@@ -140,7 +132,7 @@ class Probe:
             persist=False,
             scrub=self.scrub,
         )
-        session.subscribe(lambda event: _translate(event, queue.put_nowait))
+        session.subscribe(Relay(self.scrub, queue.put_nowait))
         turn = self._turn = asyncio.create_task(session.turn(USER_MESSAGE))
         turn.add_done_callback(lambda _: queue.put_nowait(None))
         verdict: Verdict | None = None
@@ -161,20 +153,57 @@ class Probe:
         self.verdict = verdict or NO_VERDICT
 
 
-def _translate(event: SessionEvent, put: Callable[[ProbeEvent], None]) -> None:
-    """Session events that the person at the form sees (the probe tools emit their own)."""
-    data = event.data
-    if event.kind == "text_delta":
-        put(ProbeEvent("text", {"text": data["text"]}))
-    elif event.kind == "tool_call" and data["name"] == SCRATCHPAD:
-        tool_input = data["input"] if isinstance(data["input"], dict) else {}
-        put(ProbeEvent("cell_start", {
-            "action": str(tool_input.get("action", "exec")),
-            "code": str(tool_input.get("code", "")),
-            "description": str(tool_input.get("one_line_description", "")),
-        }))  # fmt: skip
-    elif event.kind == "tool_result" and data["name"] == SCRATCHPAD:
-        put(ProbeEvent("cell_result", {"ok": bool(data["ok"]), "text": str(data["text"])}))
+class Relay:
+    """Session events that the person at the form sees, scrubbed (the probe tools emit their
+    own): the model's prose through one stream scrubber, flushed when anything else happens."""
+
+    def __init__(self, scrub: SubmissionScrubber, put: Callable[[ProbeEvent], None]) -> None:
+        self.scrub = scrub
+        self.put = put
+        self._prose = scrub.stream()
+
+    def __call__(self, event: SessionEvent) -> None:
+        data = event.data
+        if event.kind == "text_delta":
+            self._text(self._prose.feed(str(data["text"])))
+            return
+        self._text(self._prose.flush())
+        if event.kind == "tool_call" and data["name"] == SCRATCHPAD:
+            tool_input = data["input"] if isinstance(data["input"], dict) else {}
+            self.put(ProbeEvent("cell_start", {
+                "action": self.scrub(str(tool_input.get("action", "exec"))),
+                "code": self.scrub(str(tool_input.get("code", ""))),
+                "description": self.scrub(str(tool_input.get("one_line_description", ""))),
+            }))  # fmt: skip
+        elif event.kind == "tool_result" and data["name"] == SCRATCHPAD:
+            text = self.scrub(str(data["text"]))
+            self.put(ProbeEvent("cell_result", {"ok": bool(data["ok"]), "text": text}))
+
+    def _text(self, text: str) -> None:
+        if text:
+            self.put(ProbeEvent("text", {"text": text}))
+
+
+def clear_stale_probes(home: Path) -> None:
+    """Remove the directories of probes whose process is gone (their credentials with them)."""
+    try:
+        entries = list((home / PROBES_DIR).iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        parts = entry.name.split("-")
+        if len(parts) == 3 and parts[1].isdigit() and not _alive(int(parts[1])):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def write_env_file(path: Path, env: dict[str, str]) -> None:

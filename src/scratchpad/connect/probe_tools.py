@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scratchpad.connect.scrubbing import SubmissionScrubber
 from scratchpad.errors import InvalidInputError
 from scratchpad.tools.base import ToolDef, ToolOutcome
 from scratchpad.vault.forms import check_patch
@@ -44,10 +45,19 @@ class Verdict:
 class ProbeTools:
     """The tools for one probe of one form; ``emit`` receives their events."""
 
-    def __init__(self, form: dict[str, Any], emit: Callable[[ProbeEvent], None]) -> None:
+    def __init__(
+        self, form: dict[str, Any], emit: Callable[[ProbeEvent], None], scrub: SubmissionScrubber
+    ) -> None:
         self.form = form
         self.emit = emit
+        self.scrub = scrub
         self.verdict: Verdict | None = None
+
+    def _short(self, value: object) -> str:
+        """A text of the probe's, scrubbed, then cut to MAX_TEXT_CHARS (in that order: a cut
+        value could no longer be recognised)."""
+        text = "" if value is None else self.scrub(str(value)).strip()
+        return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
 
     def tools(self) -> list[ToolDef]:
         return [
@@ -86,12 +96,12 @@ class ProbeTools:
 
     # -- progress ---------------------------------------------------------------------------
     async def _set_status(self, _: Any, args: dict[str, Any]) -> str:
-        self.emit(ProbeEvent("status", {"text": _short(args.get("text")) or None}))
+        self.emit(ProbeEvent("status", {"text": self._short(args.get("text")) or None}))
         return "Shown."
 
     async def _set_field_status(self, _: Any, args: dict[str, Any]) -> str:
         method = self._locate(args["name"], args.get("method_id"))
-        status = _short(args.get("status")) or None
+        status = self._short(args.get("status")) or None
         self.emit(ProbeEvent("field_status", {"name": args["name"], "method_id": method,
                                               "status": status}))  # fmt: skip
         return "Shown."
@@ -106,7 +116,7 @@ class ProbeTools:
         if method_id is None:
             raise InvalidInputError("method_id must name one of the form's methods")
         self.emit(ProbeEvent("switch_method", {"method_id": method_id,
-                                               "reason": _short(args["reason"])}))  # fmt: skip
+                                               "reason": self._short(args["reason"])}))  # fmt: skip
         return (
             f"Suggested {method_id!r}. The person must fill that method's fields: end with a "
             "verdict (request_extra_field or report_failure saying so)."
@@ -114,24 +124,45 @@ class ProbeTools:
 
     # -- verdicts ---------------------------------------------------------------------------
     async def _report_success(self, _: Any, args: dict[str, Any]) -> ToolOutcome:
-        return self._decide(Verdict("success", summary=_short(args["summary"])))
+        summary = self._short(args["summary"]) or "The connection works."
+        return self._decide(Verdict("success", summary=summary))
 
     async def _report_failure(self, _: Any, args: dict[str, Any]) -> ToolOutcome:
-        error, follow_up = _short(args["error"]), _short(args["follow_up"])
+        error = self._short(args["error"]) or "The connection does not work."
+        follow_up = self._short(args["follow_up"])
         return self._decide(Verdict("failed", error=error, follow_up=follow_up))
 
     async def _request_extra_field(self, _: Any, args: dict[str, Any]) -> ToolOutcome:
         method = self._method(args.get("method_id"))
         fields = args["fields"]
-        if not fields:
+        if not fields or not all(isinstance(f, dict) for f in fields):
             raise InvalidInputError("fields must list at least one field object")
-        named = {str(f.get("name")) if isinstance(f, dict) else "?": f for f in fields}
-        patch: dict[str, Any] = {"form_id": self.form["form_id"], "fields": named}
-        checked = check_patch(patch)  # the field rules of a form, and never a value
-        new = tuple({**f, "name": n} for n, f in checked["fields"].items() if f is not None)
-        return self._decide(
-            Verdict("needs_input", reason=_short(args["reason"]), fields=new, method_id=method)
+        named = {self._new_name(f.get("name")): f for f in fields}
+        checked = check_patch({"form_id": self.form["form_id"], "fields": named})
+        new = tuple(
+            self.scrub.free_text({**f, "name": n})
+            for n, f in checked["fields"].items()
+            if f is not None
         )
+        reason = self._short(args["reason"]) or "More is needed."
+        return self._decide(Verdict("needs_input", reason=reason, fields=new, method_id=method))
+
+    def _new_name(self, name: object) -> str:
+        """A field name for a new field: given, not on the form yet, holding no value."""
+        if not isinstance(name, str) or not name:
+            raise InvalidInputError("every field needs a name")
+        if name in self._names():
+            raise InvalidInputError(
+                f"the form has a field {name!r} already: point at it with set_field_status, "
+                "or end with report_failure saying what is wrong with it"
+            )
+        if self.scrub.holds_value(name):
+            raise InvalidInputError("a field name must not hold a submitted value")
+        return name
+
+    def _names(self) -> list[str]:
+        shared = [f["name"] for f in self.form.get("fields") or []]
+        return shared + [n for m in self.form.get("methods") or [] for n in _names(m)]
 
     def _decide(self, verdict: Verdict) -> ToolOutcome:
         replaced = self.verdict is not None
@@ -160,7 +191,7 @@ class ProbeTools:
         for candidate in self.form.get("methods") or []:
             if method in (None, candidate["id"]) and name in _names(candidate):
                 return str(candidate["id"])
-        known = shared + [n for m in self.form.get("methods") or [] for n in _names(m)]
+        known = self._names()
         raise InvalidInputError(
             f"the form has no field {name!r}"
             + (f" in method {method!r}" if method else "")
@@ -170,11 +201,6 @@ class ProbeTools:
 
 def _names(method: dict[str, Any]) -> list[str]:
     return [f["name"] for f in method.get("fields") or []]
-
-
-def _short(value: object) -> str:
-    text = "" if value is None else str(value).strip()
-    return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
 
 
 def _text(description: str) -> dict[str, Any]:

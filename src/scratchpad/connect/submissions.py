@@ -5,7 +5,8 @@ values and the fields they skipped. It lives in this process only (never on disk
 logged; a restart forgets it) under ``sub_`` + 12 hex characters. Its values are dropped as
 soon as its probe ends (the form keeps them on screen for a resubmission); its metadata
 stays for ``SUBMISSION_TTL_S`` so a client that lost the stream can still ask how it ended.
-Expired submissions are purged lazily, on the next stage or lookup.
+Expired submissions are purged lazily, on the next stage or lookup; past ``MAX_ENDED`` ended
+ones, the oldest go first.
 
 Checking here is about the request's shape (a value for a field the form does not have, a
 value that is not text): those are the caller's mistakes. Whether a value is acceptable
@@ -27,7 +28,9 @@ from scratchpad.vault.forms import check_spec, fields_of, is_secret_field, metho
 from scratchpad.vault.records import MAX_VALUE_CHARS
 
 SUBMISSION_TTL_S = 24 * 3600.0
-MAX_STAGED = 256  # at once; with MAX_SUBMISSION_CHARS this bounds the memory they hold
+MAX_STAGED = 256  # waiting or being probed at once (with MAX_SUBMISSION_CHARS: memory bound)
+MAX_ENDED = 1024  # ended ones kept for their status (the oldest go first)
+LIVE = ("staged", "probing")
 MAX_SUBMISSION_CHARS = 256 * 1024
 ID_PREFIX = "sub_"
 Status = str  # staged | probing | success | needs_input | retry | failed
@@ -128,10 +131,10 @@ class Submissions:
         submission.skipped = tuple(_checked_skipped(skipped, names))
         with self._lock:
             self._purge()
-            if len(self._items) >= MAX_STAGED:
+            if sum(s.status in LIVE for s in self._items.values()) >= MAX_STAGED:
                 raise InvalidInputError(
-                    f"{MAX_STAGED} submissions are staged already; wait for their probes to "
-                    "end (or for them to expire) and submit again"
+                    f"{MAX_STAGED} submissions are waiting or being probed; submit again when "
+                    "one of their probes has ended"
                 )
             self._items[submission.id] = submission
         return submission
@@ -155,6 +158,9 @@ class Submissions:
     def _purge(self) -> None:
         now = self._clock()
         for key in [k for k, s in self._items.items() if s.expires_at <= now]:
+            del self._items[key]
+        ended = [k for k, s in self._items.items() if s.status not in LIVE]
+        for key in ended[: max(0, len(ended) - MAX_ENDED)]:  # the oldest first
             del self._items[key]
 
 

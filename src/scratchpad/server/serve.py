@@ -11,7 +11,7 @@ import socket
 import uvicorn
 
 from scratchpad.config import Settings
-from scratchpad.connect.probe import stop_probes
+from scratchpad.connect.probe import clear_stale_probes, stop_probes
 from scratchpad.errors import ConfigError
 from scratchpad.fsutil import private_dir
 from scratchpad.observations.store import ObservationStore
@@ -111,6 +111,7 @@ async def _serve_locked(host: str, sock: socket.socket, settings: Settings) -> N
     leftovers = await kill_orphans(str(settings.home))
     if leftovers:
         print(f"stopped {leftovers} process(es) left by a server of this home that was killed")
+    await asyncio.to_thread(clear_stale_probes, settings.home)  # with credentials they held
     manager = ScratchpadManager(settings=settings)
     pid = os.getpid()
     write_record(settings, ServerRecord(pid=pid, host=host, port=port))

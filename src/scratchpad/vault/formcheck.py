@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from scratchpad.errors import InvalidInputError
 from scratchpad.text import clean_text
 from scratchpad.vault.lenient import parse_lenient
-from scratchpad.vault.names import FIELD_RE, FIELD_RULE, NAME_RE, NAME_RULE
+from scratchpad.vault.names import NAME_RE, NAME_RULE
 
 FIELD_TYPES = ("text", "password", "url", "select", "textarea", "boolean")
 ACTION_KINDS = ("primary", "secondary", "danger", "link")
@@ -40,6 +40,14 @@ NO_VALUES = (
 )
 
 Check = Callable[[Any, str], Any]
+
+# A form's field names: a vault field name that does not start with "_" (those are the
+# vault's own, such as the method a connection was saved with).
+FIELD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+FIELD_RULE = (
+    "1 to 64 letters, digits, '_', '.' or '-', starting with a letter (names starting with "
+    "'_' are the vault's own)"
+)
 
 
 def check_spec(spec: object) -> dict[str, Any]:
