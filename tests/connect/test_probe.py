@@ -374,7 +374,7 @@ async def test_nothing_the_probe_writes_leaks_a_value_anywhere(
     field's help all hold the token; none of it reaches the stream or the submission's record,
     and a new field may not be named after a value."""
     submission = stage(http_form(), {"base_url": "http://127.0.0.1:9", "api_key": TOKEN})
-    careless = [
+    careless: list[Turn] = [
         TextAndCalls(f"I won't say {TOKEN}.", (call("set_status", text="x" * 985 + TOKEN),)),
         [call("request_extra_field", reason="r", fields=[{"name": TOKEN}])],
         [call("request_extra_field", reason="r", fields=[{}])],
