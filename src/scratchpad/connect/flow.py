@@ -18,6 +18,7 @@ fields) is scrubbed of every submitted value as it leaves the probe.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -139,7 +140,7 @@ async def submission_events(
             raise
         if open_cell:
             yield events.thought("scratchpad.end", pad=PROBE_PAD, ok=False)
-        for event in _verdict(events, probe.verdict, vault, saved):
+        for event in await _verdict(events, probe.verdict, vault, saved):
             yield event
     except ScratchpadError as exc:
         message = scrub(f"The connection could not be tested: {exc}")
@@ -205,23 +206,33 @@ def _translated(events: ResponseEvents, event: ProbeEvent) -> list[dict[str, Any
     return []
 
 
-def _verdict(
+async def _verdict(
     events: ResponseEvents, verdict: Verdict, vault: Vault, saved: tuple[str, str] | None
 ) -> list[dict[str, Any]]:
+    """The verdict's events, after its vault work (on a worker thread: files and keys)."""
     submission = events.submission
     if verdict.status == "success":
         try:
-            engine, name = saved or _save(submission, vault)
+            connection = await asyncio.to_thread(_keep, submission, vault, saved)
         except ScratchpadError as exc:
             verdict = Verdict("failed", error=f"The connection works but was not saved: {exc}",
                               follow_up="Fix what the message says and submit again.")  # fmt: skip
         else:
-            vault.audit.append("probe", engine, name)
-            return _success(events, verdict, vault, engine, name)
-    vault.audit.append("probe", submission.engine, saved[1] if saved else submission.id)
+            return _success(events, verdict, connection, new=saved is None)
+    tested = saved[1] if saved else submission.id
+    await asyncio.to_thread(vault.audit.append, "probe", submission.engine, tested)
     if verdict.status == "needs_input":
         return _needs_input(events, verdict)
     return _failure(events, verdict)
+
+
+def _keep(submission: Submission, vault: Vault, saved: tuple[str, str] | None) -> dict[str, Any]:
+    """The connection that works (saved now, unless it was already): its engine, name and
+    the variables pads get."""
+    engine, name = saved or _save(submission, vault)
+    vault.audit.append("probe", engine, name)
+    variables = [env_name(engine, name, f) for f in vault.load(engine, name) if f[:1] != "_"]
+    return {"engine": engine, "name": name, "variables": variables}
 
 
 def _save(submission: Submission, vault: Vault) -> tuple[str, str]:
@@ -239,13 +250,13 @@ def _save(submission: Submission, vault: Vault) -> tuple[str, str]:
 
 
 def _success(
-    events: ResponseEvents, verdict: Verdict, vault: Vault, engine: str, name: str
+    events: ResponseEvents, verdict: Verdict, connection: dict[str, Any], new: bool
 ) -> list[dict[str, Any]]:
-    variables = [env_name(engine, name, f) for f in vault.load(engine, name) if f[:1] != "_"]
-    connection = {"engine": engine, "name": name, "variables": variables}
     events.ended("success", summary=verdict.summary, connection=connection)
+    where = f"{connection['engine']}/{connection['name']}"
     text = (
-        f"Connected: {verdict.summary} Saved as {engine}/{name}; pads get {', '.join(variables)}."
+        f"Connected: {verdict.summary} {'Saved as' if new else 'Still works:'} {where}; pads "
+        f"get {', '.join(connection['variables'])}."
     )
     return [
         *events.patch(
