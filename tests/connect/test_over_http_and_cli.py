@@ -258,3 +258,42 @@ def test_a_server_stopped_mid_probe_ends_the_stream_and_leaves_no_probe_behind(
         for path in Path("/proc").glob("[0-9]*/cwd")
         if path.exists()
     )
+
+
+def test_a_chat_form_with_methods_and_a_value_of_several_lines(
+    hermetic_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe_script = tmp_path / "p.json"
+    probe_script.write_text(json.dumps([[SUCCESS], "Done."]))
+    monkeypatch.setenv("SCRATCHPAD_PROBE_MODEL", f"scripted:{probe_script}")
+    spec = {"engine": "gcp", "title": "Connect GCP", "methods": [
+        {"id": "key", "label": "API key", "fields": [{"name": "api_key", "type": "password"}]},
+        {"id": "account", "label": "Service account",
+         "fields": [{"name": "account_json", "type": "textarea", "required": True}]},
+    ]}  # fmt: skip
+    block = "```data-vault-form\n" + json.dumps(spec) + "\n```"
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([block, "Connected."]))
+    lines = ['{"type": "service_account",', f'  "private_key": "{TOKEN}",', '  "id": 7}']
+    typed = "connect gcp\naccount\n" + "\n".join(lines) + "\n.\n/exit\n"
+    try:
+        result = runner.invoke(app, ["chat", "--model", f"scripted:{chat}"], input=typed)
+    finally:
+        stop(Settings(home=hermetic_env))
+    assert result.exit_code == 0, result.output
+    assert TOKEN not in result.output
+    stored = Vault(Settings(home=hermetic_env), keyring=None).load("gcp", "1")
+    assert stored == {"account_json": "\n".join(lines), "_auth_method": "account"}
+    history = next((hermetic_env / "sessions").glob("*.json")).read_text()
+    assert "Result: success" in history and "private_key" not in history
+
+
+def test_vault_connect_refuses_unknown_fields_and_a_missing_model_before_asking(
+    hermetic_env: Path, tmp_path: Path
+) -> None:
+    typo = runner.invoke(app, ["vault", "connect", "http-api-key", "--stdin"],
+                         input=json.dumps({"base_ur": "https://x.example"}))  # fmt: skip
+    assert typo.exit_code == 2 and "no field base_ur in this form" in typo.output
+    no_model = runner.invoke(app, ["vault", "connect", "http-api-key"], input="")
+    assert no_model.exit_code == 2
+    assert "SCRATCHPAD_PROBE_MODEL" in no_model.output and "Base URL" not in no_model.output

@@ -36,6 +36,9 @@ def test_a_submission_keeps_values_apart_from_what_it_shows() -> None:
                                                    {"id": "b", "fields": [{"name": "j"}]}]},
          {}, [], "say which was used with auth_method"),
         ("not a form", {}, [], "form_spec must be the form object"),
+        ({"engine": "x", "title": "t", "fields": [{"name": "api-key"}, {"name": "api_key"}]},
+         {}, [], "would be the same variable"),
+        (http_form(), {"api_key": None}, [], "must be text, not null"),
     ],
 )  # fmt: skip
 def test_bad_submissions_are_refused_saying_what_is_wrong(

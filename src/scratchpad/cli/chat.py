@@ -69,7 +69,13 @@ async def _requested_form(reply: str, manager: ScratchpadManager) -> str:
         return ""
     from scratchpad.cli.connect import fill_requested_form
 
-    return await asyncio.to_thread(fill_requested_form, forms[-1], manager.settings)
+    # On this thread (the chat waits for the person anyway), with Ctrl-C raising here: it
+    # stops waiting for the probe, and the chat goes on.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return fill_requested_form(forms[-1], manager.settings)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 async def _turn(session: Session, manager: ScratchpadManager, text: str, images: Path) -> str:

@@ -11,6 +11,7 @@ way the web panel keeps it: every patch block of the stream is merged into it.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import click
@@ -58,6 +59,7 @@ class TerminalForm:
         self.skipped: list[str] = []
         self.status = ""  # how the last round ended
         self.response: dict[str, Any] = {}  # the last round's final response
+        self.submission_id = ""  # of the last round
 
     def fields(self) -> list[dict[str, Any]]:
         method = method_of(self.form)
@@ -75,6 +77,8 @@ class TerminalForm:
     def follow(self, event: dict[str, Any]) -> None:
         """Show one event of the stream; merge its patches into the form."""
         kind = event.get("type")
+        if kind == "response.created":
+            self.submission_id = str((event.get("response") or {}).get("submission_id", ""))
         if kind == "response.output_text.delta":
             self._delta(str(event.get("delta", "")))
         elif kind == "response.in_progress":
@@ -128,7 +132,9 @@ class TerminalForm:
             raise InvalidInputError(f"choose a method: {', '.join(ids)}")
         for method in methods:
             console.print(f"  {shown(method['id'])}: {shown(method.get('description', ''))}")
-        choice = typer.prompt("method", type=click.Choice(ids), default=ids[0])
+        choice = ""
+        while choice not in ids:
+            choice = str(typer.prompt(f"method ({', '.join(ids)})", default=ids[0]))
         self.form = {**self.form, "auth_method": choice, "selected_method": choice}
 
     def _ask_field(self, field: dict[str, Any]) -> None:
@@ -139,12 +145,15 @@ class TerminalForm:
                 console.print(f"[dim]{shown(label)}: {shown(note)}[/dim]")
                 break
         optional = not field.get("required") and field.get("skipable", True)
-        prompt = f"{label}{' (optional, Enter skips)' if optional else ''}"
         default = field.get("default")
+        if optional:
+            label += " (optional)" if default is not None else " (optional, Enter skips)"
         if field.get("type") == "boolean":
-            value = "true" if typer.confirm(prompt, default=bool(default)) else "false"
+            value = "true" if typer.confirm(label, default=bool(default)) else "false"
+        elif field.get("type") == "textarea":
+            value = _lines(label, hidden=is_secret_field(field))
         else:
-            value = str(typer.prompt(prompt, default="" if default is None else str(default),
+            value = str(typer.prompt(label, default="" if default is None else str(default),
                                      hide_input=is_secret_field(field),
                                      show_default=not is_secret_field(field)))  # fmt: skip
         if value == "" and optional:
@@ -153,6 +162,26 @@ class TerminalForm:
         else:
             self.values[name] = value
             self.skipped = [n for n in self.skipped if n != name]
+
+
+def _lines(label: str, *, hidden: bool) -> str:
+    """A value of several lines (a key file, a JSON document): pasted and ended with a line
+    holding only '.', or read from a file given as @PATH. No line of it is left over for
+    the next prompt (or a chat's next message)."""
+    console.print(f"{shown(label)}: paste it and end with a line holding only '.', "
+                  "or give @FILE to read it from a file")  # fmt: skip
+    lines: list[str] = []
+    while True:
+        line = str(typer.prompt("", default="", show_default=False, hide_input=hidden,
+                                prompt_suffix="> " if not hidden else ""))  # fmt: skip
+        if not lines and line.startswith("@"):
+            try:
+                return Path(line[1:]).expanduser().read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InvalidInputError(f"cannot read {line[1:]!r}: {exc}") from None
+        if line == ".":
+            return "\n".join(lines)
+        lines.append(line)
 
 
 def rounds(form: TerminalForm, vault: VaultAccess, *, interactive: bool) -> str:
@@ -176,19 +205,26 @@ def outcome_text(response: dict[str, Any]) -> str:
 
 def fill_requested_form(spec: dict[str, Any], settings: Settings) -> str:
     """A form a conversation's model asked for, filled in on this terminal and probed; what
-    the model is told of it (names and the outcome, never a value)."""
+    the model is told of it (names and the outcome, never a value). Run it on the main
+    thread: Ctrl-C stops waiting for the probe (which may still finish on the server)."""
+    form: TerminalForm | None = None
     try:
         form = TerminalForm(spec)
         console.print(f"[bold]{shown(form.form['title'])}[/bold] (the model never sees values)")
-        status = rounds(form, open_vault(settings), interactive=True)
-    except (ScratchpadError, click.Abort) as exc:
-        return f"[The credential form was not completed: {exc or 'cancelled'}]"
+        vault = open_vault(settings)
+        vault.ready()
+        status = rounds(form, vault, interactive=True)
+    except (ScratchpadError, click.Abort, KeyboardInterrupt) as exc:
+        sent = form.submission_id if form is not None else ""
+        after = f" (submission {sent} may still be probed and saved)" if sent else ""
+        console.print()
+        return f"[The credential form was not completed: {str(exc) or 'cancelled'}{after}]"
     response, body = form.response, form.body()
     filled = ", ".join(n for n, v in body["values"].items() if v) or "none"
     outcome = outcome_text(response)
     return (
         f"[The person submitted credential form {form.form['form_id']} (submission "
-        f"{response.get('submission_id', '?')}; fields: {filled}; skipped: "
+        f"{form.submission_id or '?'}; fields: {filled}; skipped: "
         f"{', '.join(body['skipped']) or 'none'}). Result: {status}. {outcome}]"
     )
 
@@ -234,7 +270,13 @@ def connect(
 
     def job(vault: VaultAccess) -> str:
         form = TerminalForm(_form_for(engine, list(field or []), list(secret or [])))
-        form.values.update(given_values(from_file, stdin))
+        given = given_values(from_file, stdin)
+        unknown = sorted(set(given) - {f["name"] for f in form.fields()})
+        if unknown:
+            known = ", ".join(f["name"] for f in form.fields())
+            raise InvalidInputError(f"no field {', '.join(unknown)} in this form (fields: {known})")
+        form.values.update(given)
+        vault.ready()  # the probe's model, before anyone types a secret
         return rounds(form, vault, interactive=not stdin)
 
     if with_vault(job) != "success":

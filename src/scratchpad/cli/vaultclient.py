@@ -45,6 +45,7 @@ class VaultAccess(Protocol):
     def audit(self, limit: int) -> Entries: ...
     def submit(self, body: dict[str, Any], on_event: OnEvent) -> None: ...
     def test(self, engine: str, name: str, on_event: OnEvent) -> None: ...
+    def ready(self) -> None: ...
 
 
 class DiskVault:
@@ -86,6 +87,12 @@ class DiskVault:
 
     def audit(self, limit: int) -> Entries:
         return self.vault.audit.read(limit)
+
+    def ready(self) -> None:
+        """The probe's model can be made here (else its error, naming the setting)."""
+        from scratchpad.connect.credentials import probe_provider
+
+        probe_provider(self.vault.settings)
 
     def submit(self, body: dict[str, Any], on_event: OnEvent) -> None:
         """Probe a submission here (``body`` as the HTTP endpoint takes it)."""
@@ -174,6 +181,9 @@ class HttpVault:
 
     def audit(self, limit: int) -> Entries:
         return list(self._call("GET", "/v1/vault/audit", params={"limit": limit})["entries"])
+
+    def ready(self) -> None:
+        """The server makes the probe's model when a submission comes (its error then)."""
 
     def submit(self, body: dict[str, Any], on_event: OnEvent) -> None:
         self._stream("/v1/datavault/submissions", body, on_event)

@@ -19,6 +19,7 @@ from typing import Any
 from scratchpad.config import Settings
 from scratchpad.connect.flow import submission_events
 from scratchpad.connect.submissions import Submission, Submissions
+from scratchpad.errors import ConfigError, LLMError
 from scratchpad.llm.provider import Provider
 from scratchpad.vault.engines import engine_form, get_engine
 from scratchpad.vault.store import Vault
@@ -42,10 +43,18 @@ def stage(
 
 
 def probe_provider(settings: Settings) -> Provider:
-    """The probe's model: the probe_model setting, else the model setting."""
+    """The probe's model: the probe_model setting, else the model setting; an error names
+    both settings."""
     from scratchpad.llm.adapters import create_provider
 
-    return create_provider(settings.probe_model or settings.model, settings=settings)
+    spec = settings.probe_model or settings.model
+    try:
+        return create_provider(spec, settings=settings)
+    except (ConfigError, LLMError) as exc:
+        raise type(exc)(
+            f"the credential probe's model {spec!r} (SCRATCHPAD_PROBE_MODEL, else "
+            f"SCRATCHPAD_MODEL) cannot be used: {exc}"
+        ) from exc
 
 
 async def run_probe(

@@ -192,7 +192,8 @@ def _translated(events: ResponseEvents, event: ProbeEvent) -> list[dict[str, Any
         change = {"status": data["status"]} if event.kind == "field_status" else None
         return events.patch(**_where(data["method_id"], {data["name"]: change}))
     if event.kind == "switch_method":
-        return events.patch(selected_method=data["method_id"], status_text=data["reason"])
+        method = data["method_id"]  # auth_method too: a client reads the method from it first
+        return events.patch(selected_method=method, auth_method=method, status_text=data["reason"])
     if event.kind == "text":
         return [events.text(data["text"])]
     if event.kind == "cell_start":

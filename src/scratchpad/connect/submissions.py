@@ -210,7 +210,8 @@ def _text(name: str, value: object) -> str:
     if isinstance(value, (int, float)):
         return str(value)
     if not isinstance(value, str):
-        raise InvalidInputError(f"values.{name} must be text, not {type(value).__name__}")
+        kind = "null" if value is None else type(value).__name__
+        raise InvalidInputError(f"values.{name} must be text, not {kind}")
     if len(value) > MAX_VALUE_CHARS:
         raise InvalidInputError(f"values.{name} is longer than {MAX_VALUE_CHARS // 1024} KiB")
     if "\0" in value or any("\ud800" <= char <= "\udfff" for char in value):

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from scratchpad.errors import InvalidInputError
 from scratchpad.text import clean_text
 from scratchpad.vault.lenient import parse_lenient
-from scratchpad.vault.names import NAME_RE, NAME_RULE
+from scratchpad.vault.names import NAME_RE, NAME_RULE, env_word
 
 FIELD_TYPES = ("text", "password", "url", "select", "textarea", "boolean")
 ACTION_KINDS = ("primary", "secondary", "danger", "link")
@@ -364,16 +364,29 @@ def _check_methods(spec: dict[str, Any]) -> None:
     for key in ("selected_method", "auth_method"):
         if key in spec and spec[key] not in ids:
             _fail(key, f"{spec[key]!r} names no method; the methods are {', '.join(ids) or 'none'}")
-    top = {field["name"] for field in spec.get("fields", [])}
+    top = _variables(spec.get("fields", []), "fields", {})
     for i, method in enumerate(methods):
-        for j, field in enumerate(method.get("fields", [])):
-            if field["name"] in top:
-                _fail(
-                    f"methods[{i}].fields[{j}].name",
-                    f"{field['name']!r} is a top-level field already; give it another name",
-                )
+        _variables(method.get("fields", []), f"methods[{i}].fields", dict(top))
     if not top and not any(method.get("fields") for method in methods):
         _fail("fields", "the form has no fields; give fields, or methods that have fields")
+
+
+def _variables(fields: list[dict[str, Any]], path: str, taken: dict[str, str]) -> dict[str, str]:
+    """Field names by the variable each becomes (``DS_<FIELD>``): two names of one variable
+    (``api-key``, ``api_key``; ``Host``, ``host``), here or among ``taken``, are refused."""
+    for index, field in enumerate(fields):
+        name, word = field["name"], env_word(field["name"])
+        if word in taken and taken[word] == name:  # (twice in one list: _unique says so)
+            _fail(f"{path}[{index}].name", f"{name!r} is a top-level field already; give it "
+                  "another name")  # fmt: skip
+        if word in taken:
+            _fail(
+                f"{path}[{index}].name",
+                f"{name!r} and {taken[word]!r} would be the same variable (DS_{word}); give "
+                "names that differ in more than case or punctuation",
+            )
+        taken[word] = name
+    return taken
 
 
 # --- patches ---------------------------------------------------------------------------------
