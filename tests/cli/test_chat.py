@@ -105,3 +105,17 @@ def test_a_chat_on_a_scripted_model(tmp_path: Path) -> None:
     assert f"scripted:{path}" in result.stdout.replace("\n", "")  # the banner names the script
     assert "It is 42." in result.stdout
     assert "‹ [output]" in result.stderr and "42" in result.stderr
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 1000])
+def test_credential_form_blocks_are_left_out_of_the_streamed_text(size: int) -> None:
+    from scratchpad.cli.chat import FormBlocks
+
+    text = (
+        'Fill this in:\n```data-vault-form\n{"engine": "x"}\n```\nThen `a` and\n'
+        "```python\nprint(1)\n```\n~~~data-vault-form-patch\n{}\n~~~\nend"
+    )
+    blocks = FormBlocks()
+    out = "".join(blocks.feed(text[i : i + size]) for i in range(0, len(text), size))
+    out += blocks.flush()
+    assert out == "Fill this in:\nThen `a` and\n```python\nprint(1)\n```\nend"

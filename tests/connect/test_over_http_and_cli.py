@@ -219,6 +219,7 @@ def test_a_chat_model_asks_for_credentials_and_learns_only_names_and_the_outcome
         stop(Settings(home=hermetic_env))
     assert result.exit_code == 0, result.output
     assert "The service is connected." in result.output and TOKEN not in result.output
+    assert "data-vault-form" not in result.output  # the block is filled in, not shown
     history = next((hermetic_env / "sessions").glob("*.json")).read_text()
     assert "Result: success" in history and "fields: base_url, api_key" in history
     assert TOKEN not in history and url not in history

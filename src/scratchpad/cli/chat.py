@@ -26,6 +26,7 @@ SYSTEM = (
     "make plots. Variables persist between calls. Answer plainly when you are done."
 )
 EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
+FENCES = ("```data-vault-form", "~~~data-vault-form")
 
 
 async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> None:
@@ -87,8 +88,13 @@ async def _turn(session: Session, manager: ScratchpadManager, text: str, images:
             signal.SIGINT, lambda: loop.create_task(manager.cancel_all_running())
         )
     reply = ""
+    shown_text = FormBlocks()
     try:
         async for event in session.turn_stream(text):
+            if event.kind == "text_delta":
+                console.print(shown(shown_text.feed(str(event.data["text"]))), end="")
+                continue
+            console.print(shown(shown_text.flush()), end="")
             _show(event, images)
             if event.kind == "turn_end":
                 reply = str(event.data["text"])
@@ -102,9 +108,7 @@ async def _turn(session: Session, manager: ScratchpadManager, text: str, images:
 
 def _show(event: SessionEvent, images: Path) -> None:
     data = event.data
-    if event.kind == "text_delta":
-        console.print(shown(str(data["text"])), end="")
-    elif event.kind == "tool_call":
+    if event.kind == "tool_call":
         code = data["input"].get("code") if isinstance(data.get("input"), dict) else None
         detail = f": {shown(str(code).splitlines()[0][:80])}" if code else ""
         err_console.print(f"[cyan]› {shown(str(data['name']))}{detail}[/cyan]")
@@ -119,6 +123,52 @@ def _show(event: SessionEvent, images: Path) -> None:
             err_console.print(f"[magenta]  image saved: {shown(path)}[/magenta]")
     elif event.kind == "cap_exhausted":
         err_console.print("[yellow]  tool-round cap reached; asking for a summary[/yellow]")
+
+
+class FormBlocks:
+    """The model's text as it streams, without its credential form blocks (the form is
+    filled in after the reply). Only a line that may open such a block waits for its end."""
+
+    def __init__(self) -> None:
+        self._line = ""  # the start of a line that may open a block
+        self._midline = False  # part of this line was shown already
+        self._hiding = False
+
+    def feed(self, text: str) -> str:
+        shown_now: list[str] = []
+        for piece in text.splitlines(keepends=True):
+            ended = piece.endswith("\n")
+            if self._midline and not self._hiding:
+                shown_now.append(piece)
+                self._midline = not ended
+                continue
+            self._line += piece
+            if not ended:
+                if not self._hiding and not _opens(self._line, cut_short=True):
+                    shown_now.append(self._line)
+                    self._line, self._midline = "", True
+                continue
+            line, self._line = self._line, ""
+            if self._hiding:
+                self._hiding = line.strip() not in ("```", "~~~")
+            elif _opens(line):
+                self._hiding = True
+            else:
+                shown_now.append(line)
+        return "".join(shown_now)
+
+    def flush(self) -> str:
+        rest = "" if self._hiding else self._line
+        self._line, self._midline, self._hiding = "", False, False
+        return rest
+
+
+def _opens(line: str, cut_short: bool = False) -> bool:
+    """Whether ``line`` opens a credential form block (``cut_short``: may, once it ends)."""
+    start = line.strip()
+    if cut_short and start and any(fence.startswith(start) for fence in FENCES):
+        return True
+    return start.startswith(FENCES)
 
 
 def _save(directory: Path, media_type: str, data: str) -> Path:
