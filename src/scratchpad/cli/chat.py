@@ -92,9 +92,9 @@ async def _turn(session: Session, manager: ScratchpadManager, text: str, images:
     try:
         async for event in session.turn_stream(text):
             if event.kind == "text_delta":
-                console.print(shown(shown_text.feed(str(event.data["text"]))), end="")
-                continue
-            console.print(shown(shown_text.flush()), end="")
+                event = SessionEvent("text_delta", {"text": shown_text.feed(event.data["text"])})
+            else:
+                _show(SessionEvent("text_delta", {"text": shown_text.flush()}), images)
             _show(event, images)
             if event.kind == "turn_end":
                 reply = str(event.data["text"])
@@ -108,7 +108,9 @@ async def _turn(session: Session, manager: ScratchpadManager, text: str, images:
 
 def _show(event: SessionEvent, images: Path) -> None:
     data = event.data
-    if event.kind == "tool_call":
+    if event.kind == "text_delta":
+        console.print(shown(str(data["text"])), end="")
+    elif event.kind == "tool_call":
         code = data["input"].get("code") if isinstance(data.get("input"), dict) else None
         detail = f": {shown(str(code).splitlines()[0][:80])}" if code else ""
         err_console.print(f"[cyan]› {shown(str(data['name']))}{detail}[/cyan]")
