@@ -35,6 +35,7 @@ from scratchpad.errors import PadClosedError
 from scratchpad.fsutil import PRIVATE_FILE_MODE, private_dir
 from scratchpad.llm.provider import Provider
 from scratchpad.runtime.manager import ScratchpadManager, local_factory
+from scratchpad.runtime.proctree import running
 from scratchpad.tools.builtin import builtin_registry
 from scratchpad.tools.scratchpad_tool import NAME as SCRATCHPAD
 
@@ -192,18 +193,8 @@ def clear_stale_probes(home: Path) -> None:
         return
     for entry in entries:
         parts = entry.name.split("-")
-        if len(parts) == 3 and parts[1].isdigit() and not _alive(int(parts[1])):
+        if len(parts) == 3 and parts[1].isdigit() and not running(int(parts[1])):
             shutil.rmtree(entry, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def write_env_file(path: Path, env: dict[str, str]) -> None:

@@ -171,7 +171,7 @@ async def kill_orphans(scope: str) -> int:
     killed = 0
     for tag, pids in (await asyncio.to_thread(_tags)).items():
         owner_scope, _, rest = tag.rpartition("#")[0].rpartition("#")
-        if owner_scope != scope or not rest.isdigit() or _running(int(rest)):
+        if owner_scope != scope or not rest.isdigit() or running(int(rest)):
             continue
         for pid in pids:
             kill(pid, signal.SIGKILL)
@@ -179,7 +179,8 @@ async def kill_orphans(scope: str) -> int:
     return killed
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
