@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup browser run test lint bench clean
 
 setup: $(STAMP)
 
@@ -23,7 +23,23 @@ lint: setup
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
-test: setup lint
+# Debian's chromium for the web UI's tests: Playwright drives it (no browser download). Where it
+# cannot be installed (not Debian, not root), the browser tests say what is missing and skip.
+browser:
+	@if [ -x "$${SCRATCHPAD_BROWSER:-/usr/bin/chromium}" ]; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends chromium fonts-liberation >/dev/null; \
+	elif command -v apt-get >/dev/null && sudo -n true 2>/dev/null; then \
+	  echo "installing Debian's chromium for the browser tests (sudo)"; \
+	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends chromium fonts-liberation >/dev/null; \
+	else \
+	  echo "note: no chromium at /usr/bin/chromium and no apt-get as root: the browser tests skip"; \
+	fi
+
+test: setup browser lint
 	$(BIN)/pytest
 
 bench: setup

@@ -45,6 +45,7 @@ from scratchpad.server.housekeeping import housekeeping
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
 from scratchpad.server.sse import EventStream
 from scratchpad.server.vault_routes import prime_vault, vault_routes
+from scratchpad.server.web_routes import web_routes
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +124,7 @@ def create_app(
     _read_routes(app, manager)
     vault_routes(app, manager)
     datavault_routes(app, manager)
+    web_routes(app)
     app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint))
     return app
 

@@ -14,6 +14,7 @@ from scratchpad.server.auth import authorized
 from scratchpad.vault.scrub import scrub
 
 OPEN_PATHS = frozenset({"/healthz"})
+OPEN_PREFIXES = ("/static/",)  # the web UI's files: code and styles, no data
 NAMED_PATHS = "/v1/pads/"  # below it, a path segment is a pad name that may hold '/'
 
 
@@ -37,7 +38,7 @@ class Guard:
         await self.app(scope, receive, send)
 
     def _refusal(self, path: str, headers: dict[bytes, bytes]) -> JSONResponse | None:
-        if path not in OPEN_PATHS:
+        if path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
             header = headers.get(b"authorization", b"").decode("latin-1")
             if not authorized(header, self.api_key):
                 refusal = error(

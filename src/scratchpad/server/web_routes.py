@@ -1,0 +1,29 @@
+"""The web UI's pages and static files (``server/web/``: plain ES modules and CSS, no build
+step). Static files are public (they hold no data); the pages that show data need the same
+authentication as the API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+WEB_DIR = Path(__file__).parent / "web"
+STATIC_PREFIX = "/static/"
+
+
+def web_routes(app: FastAPI) -> None:
+    app.mount(STATIC_PREFIX.rstrip("/"), StaticFiles(directory=WEB_DIR), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        return _page("index.html")
+
+
+def _page(name: str) -> FileResponse:
+    """An HTML page, never cached: it names the scripts of this version."""
+    return FileResponse(
+        WEB_DIR / name, media_type="text/html", headers={"cache-control": "no-cache"}
+    )
