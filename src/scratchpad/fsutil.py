@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
@@ -39,14 +39,10 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
 def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, mode: int | None = None) -> None:
     """:func:`atomic_write_bytes` of data that comes in pieces (never all in memory at once)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _write_temp(path, chunks, mode if mode is not None else _mode_for(path))
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
+    with AtomicFile(path, mode=mode) as file:
+        for data in chunks:
+            file.write(data)
+        file.commit()
 
 
 def create_exclusive(path: Path, data: bytes, *, mode: int = 0o600) -> bool:
@@ -57,49 +53,102 @@ def create_exclusive(path: Path, data: bytes, *, mode: int = 0o600) -> bool:
     wins, and a reader never sees the file empty or half written.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _write_temp(path, (data,), mode)
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        return False
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-    _fsync_dir(path.parent)
-    return True
+    with AtomicFile(path, mode=mode) as file:
+        file.write(data)
+        return file.link()
 
 
-def _write_temp(path: Path, chunks: Iterable[bytes], mode: int) -> str:
-    """A synced temp file beside ``path`` holding ``chunks`` with ``mode``; its name."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), mode)
-            for data in chunks:
-                handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
+class AtomicFile:
+    """A file written in pieces that appears at ``path`` whole, or not at all: a temp file
+    in the same directory, fsync, then a rename (:meth:`commit`) or a hard link that fails
+    when the name exists (:meth:`link`), then fsync of the directory. Leaving the ``with``
+    block without either removes the temp file.
 
+    Everything happens relative to the directory opened here, once: a directory renamed or
+    swapped for a symlink meanwhile cannot redirect the write, and ``dir_fd`` lets a caller
+    check where that directory really is. The file gets ``mode`` if given; else a rewritten
+    file keeps its mode, and a new one gets what ``open()`` would give it.
+    """
 
-def _fsync_dir(directory: Path) -> None:
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    def __init__(self, path: Path, *, mode: int | None = None) -> None:
+        self.name = path.name
+        self.dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._temp = ""
+        try:
+            self._temp, fd = self._open_temp()
+            self._handle = os.fdopen(fd, "wb")
+            os.fchmod(fd, mode if mode is not None else self._mode())
+        except BaseException:
+            self.abort()
+            raise
 
+    def _open_temp(self) -> tuple[str, int]:
+        stem = self.name.encode()[:100].decode(errors="ignore")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        while True:
+            temp = f".{stem}.{secrets.token_hex(6)}.tmp"
+            try:
+                return temp, os.open(temp, flags, PRIVATE_FILE_MODE, dir_fd=self.dir_fd)
+            except FileExistsError:
+                continue
 
-def _mode_for(path: Path) -> int:
-    """The permission bits of the existing file, else those of a new file."""
-    try:
-        return stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        return NEW_FILE_MODE & ~current_umask()
+    def _mode(self) -> int:
+        """The permission bits of the existing file, else those of a new file."""
+        try:
+            return stat.S_IMODE(os.stat(self.name, dir_fd=self.dir_fd).st_mode)
+        except FileNotFoundError:
+            return NEW_FILE_MODE & ~current_umask()
+
+    def write(self, data: bytes) -> None:
+        self._handle.write(data)
+
+    def commit(self) -> None:
+        """Put the file in place, over whatever file had its name."""
+        self._sync()
+        os.replace(self._temp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+        self._finish()
+
+    def link(self) -> bool:
+        """Put the file in place unless the name exists; whether it was put there."""
+        self._sync()
+        try:
+            os.link(self._temp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(self._temp, dir_fd=self.dir_fd)
+            self._temp = ""
+        self._finish()
+        return True
+
+    def _sync(self) -> None:
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+
+    def _finish(self) -> None:
+        self._temp = ""
+        os.fsync(self.dir_fd)
+        self.abort()  # nothing left to remove: closes the directory
+
+    def abort(self) -> None:
+        """Remove the temp file (if any) and let go of the directory; safe to call twice."""
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            handle.close()
+        if self._temp:
+            with contextlib.suppress(OSError):
+                os.unlink(self._temp, dir_fd=self.dir_fd)
+            self._temp = ""
+        if self.dir_fd >= 0:
+            os.close(self.dir_fd)
+            self.dir_fd = -1
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.abort()
 
 
 def current_umask() -> int:
