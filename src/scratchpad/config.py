@@ -116,6 +116,12 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(
         10 * MIB, ge=1024, description="Larger request bodies are refused with 413."
     )
+    max_upload_bytes: int = Field(
+        100 * MIB,
+        ge=1024,
+        description="Largest file accepted by PUT /v1/pads/{name}/files/{path} (streamed to "
+        "disk, never held in memory); larger uploads are refused with 413.",
+    )
     http_keepalive_s: int = Field(
         75,
         ge=1,

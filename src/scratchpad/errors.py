@@ -28,6 +28,10 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   ├── VaultNotFoundError   no connection with that engine and name
     │   ├── VaultRecordError     one stored record is corrupt or cannot be decrypted
     │   └── SubmissionNotFoundError  no staged credential submission with that id (or expired)
+    ├── WorkspaceError           a file of a pad's workspace cannot be used as asked
+    │   ├── WorkspaceFileNotFoundError  nothing at that path of the workspace
+    │   ├── WorkspaceConflictError      the path holds the other kind (a directory, a file)
+    │   └── FileTooLargeError           an upload is over SCRATCHPAD_MAX_UPLOAD_BYTES
     └── AgentError               an agent directory cannot be used as asked (missing, no cycle)
         ├── AgentStateError      the agent's state file is not valid YAML or has a wrong type
         ├── AgentLockedError     another cycle holds the agent directory's lock
@@ -148,6 +152,22 @@ class SubmissionNotFoundError(VaultError, KeyError):
         return str(self.args[0]) if self.args else "submission not found"
 
 
+class WorkspaceError(ScratchpadError):
+    """A file of a pad's workspace cannot be listed, read, written or deleted as asked."""
+
+
+class WorkspaceFileNotFoundError(WorkspaceError):
+    """Nothing (or nothing served) at that path of the workspace."""
+
+
+class WorkspaceConflictError(WorkspaceError):
+    """The path holds the other kind: a directory where a file goes, a directory not empty."""
+
+
+class FileTooLargeError(WorkspaceError):
+    """An upload is larger than SCRATCHPAD_MAX_UPLOAD_BYTES."""
+
+
 class InstallError(PadError):
     """Installing packages into the pad failed or timed out."""
 
@@ -179,6 +199,10 @@ HTTP_STATUS: dict[type[ScratchpadError], int] = {
     VaultNotFoundError: 404,
     SubmissionNotFoundError: 404,
     ObservationNotFoundError: 404,
+    WorkspaceFileNotFoundError: 404,
+    WorkspaceConflictError: 409,
+    FileTooLargeError: 413,
+    WorkspaceError: 400,
     PadClosedError: 409,
     AgentLockedError: 409,
     LLMError: 502,

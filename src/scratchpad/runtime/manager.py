@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scratchpad.config import Settings
-from scratchpad.errors import InvalidPadNameError, PadNotFoundError
+from scratchpad.errors import InvalidPadNameError, PadError, PadNotFoundError
 from scratchpad.runtime import venv
 from scratchpad.runtime.base import CLOSED, RuntimeFactory, ScratchpadRuntime
 from scratchpad.runtime.cellqueue import remember
@@ -30,35 +30,11 @@ log = logging.getLogger(__name__)
 EARLY_CANCELS_KEPT = 256  # per pad
 
 NOTABLE_PACKAGES = (
-    "numpy",
-    "pandas",
-    "polars",
-    "scipy",
-    "scikit-learn",
-    "statsmodels",
-    "matplotlib",
-    "seaborn",
-    "plotly",
-    "pillow",
-    "requests",
-    "httpx",
-    "beautifulsoup4",
-    "lxml",
-    "pyarrow",
-    "duckdb",
-    "sqlalchemy",
-    "psycopg",
-    "psycopg2",
-    "pymysql",
-    "openpyxl",
-    "sympy",
-    "networkx",
-    "torch",
-    "transformers",
-    "pydantic",
-    "pyyaml",
-    "rich",
-)
+    "numpy", "pandas", "polars", "scipy", "scikit-learn", "statsmodels", "matplotlib",
+    "seaborn", "plotly", "pillow", "requests", "httpx", "beautifulsoup4", "lxml", "pyarrow",
+    "duckdb", "sqlalchemy", "psycopg", "psycopg2", "pymysql", "openpyxl", "sympy", "networkx",
+    "torch", "transformers", "pydantic", "pyyaml", "rich",
+)  # fmt: skip
 
 
 def pads_dir(settings: Settings) -> Path:
@@ -236,6 +212,19 @@ class ScratchpadManager:
             return False
         root = pad_root(self.settings, name)
         return root.is_dir() and not root.is_symlink()
+
+    def workspace_of(self, name: str) -> Path:
+        """The directory pad ``name``'s kernel runs in (its files' root), for a pad that runs
+        or exists on disk; a manager of remote pads has no files here (PadError)."""
+        if self.settings.backend != "local":
+            raise PadError(
+                f"pad {name!r} runs on {self.settings.remote_url}: its files are reachable "
+                "there (GET /v1/pads/{name}/files), not through this remote backend"
+            )
+        pad = self.peek(name)
+        if not isinstance(pad, LocalRuntime):
+            raise PadError(f"pad {name!r} is not a local pad; its files are not reachable here")
+        return pad.cwd
 
     def names(self) -> list[str]:
         """Names of the running pads."""
