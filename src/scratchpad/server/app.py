@@ -39,6 +39,7 @@ from scratchpad.runtime.cell import new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.timeouts import check_timeout
 from scratchpad.server.datavault_routes import datavault_routes
+from scratchpad.server.files_routes import files_routes, upload_limit
 from scratchpad.server.frames import cell_frames
 from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
 from scratchpad.server.housekeeping import housekeeping
@@ -113,7 +114,8 @@ def create_app(
                 on_shutdown()
 
     app = FastAPI(title="Scratchpad", version=__version__, lifespan=lifespan)
-    app.add_middleware(Guard, api_key=api_key, limit=manager.settings.max_request_bytes)
+    limit, uploads = manager.settings.max_request_bytes, upload_limit(manager.settings)
+    app.add_middleware(Guard, api_key=api_key, limit=limit, streamed=uploads)
     app.add_middleware(EncodedNames)
     if origin:  # outermost, so preflights and refusals carry CORS headers too
         app.add_middleware(
@@ -124,6 +126,7 @@ def create_app(
     _read_routes(app, manager)
     vault_routes(app, manager)
     datavault_routes(app, manager)
+    files_routes(app, manager)
     web_routes(app)
     app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint))
     return app

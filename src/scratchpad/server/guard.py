@@ -5,6 +5,7 @@ preflights are answered by the CORS middleware outside this one.)"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import quote, unquote
 
 from starlette.responses import JSONResponse
@@ -19,25 +20,37 @@ NAMED_PATHS = "/v1/pads/"  # below it, a path segment is a pad name that may hol
 
 
 class Guard:
-    def __init__(self, app: ASGIApp, *, api_key: str, limit: int) -> None:
+    """``streamed(scope)`` names the requests that read their body themselves (uploads): their
+    body limit (else None); such a body is neither buffered here nor held to ``limit``."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        api_key: str,
+        limit: int,
+        streamed: Callable[[Scope], int | None] | None = None,
+    ) -> None:
         self.app = app
         self.api_key = api_key
         self.limit = limit
+        self.streamed = streamed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
-        refusal = self._refusal(scope["path"], headers)
-        if refusal is None and b"content-length" not in headers:
+        own_limit = self.streamed(scope) if self.streamed is not None else None
+        refusal = self._refusal(scope["path"], headers, own_limit or self.limit)
+        if refusal is None and own_limit is None and b"content-length" not in headers:
             receive, refusal = await self._read_whole_body(receive)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
-    def _refusal(self, path: str, headers: dict[bytes, bytes]) -> JSONResponse | None:
+    def _refusal(self, path: str, headers: dict[bytes, bytes], limit: int) -> JSONResponse | None:
         if path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
             header = headers.get(b"authorization", b"").decode("latin-1")
             if not authorized(header, self.api_key):
@@ -49,8 +62,8 @@ class Guard:
                 refusal.headers["www-authenticate"] = 'Bearer realm="scratchpad"'
                 return refusal
         length = headers.get(b"content-length", b"").decode("latin-1")
-        if length.isdigit() and int(length) > self.limit:
-            return self._too_large(length)
+        if length.isdigit() and int(length) > limit:
+            return self._too_large(length, limit)
         return None
 
     async def _read_whole_body(self, receive: Receive) -> tuple[Receive, JSONResponse | None]:
@@ -64,7 +77,7 @@ class Guard:
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             if size > self.limit:
-                return receive, self._too_large(f"more than {self.limit}")
+                return receive, self._too_large(f"more than {self.limit}", self.limit)
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
@@ -79,8 +92,8 @@ class Guard:
 
         return replay, None
 
-    def _too_large(self, length: str) -> JSONResponse:
-        message = f"request body of {length} bytes is over the {self.limit}-byte limit"
+    def _too_large(self, length: str, limit: int) -> JSONResponse:
+        message = f"request body of {length} bytes is over the {limit}-byte limit"
         return error(413, message, "InvalidInputError")
 
 

@@ -1,0 +1,139 @@
+"""A pad's workspace files over HTTP: list a directory, download, upload, delete.
+
+The web UI lives on the same origin and its session is a cookie, so a workspace file must never
+run as a page of it: every download says ``nosniff`` and a sandboxing CSP, and everything but
+raster images and plain text comes as an attachment. Uploads stream to a temp file beside
+their target with their own size limit (``SCRATCHPAD_MAX_UPLOAD_BYTES``): the Guard does not
+buffer them (see :func:`upload_limit`). Disk work runs on worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import mimetypes
+import os
+import re
+from collections.abc import Callable
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from scratchpad.config import Settings
+from scratchpad.runtime.files import Upload, Workspace, workspace
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.server.guard import segment_name
+
+READ_CHUNK = 256 * 1024
+WRITE_BATCH = 1024 * 1024  # received bytes written to disk at a time
+INLINE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "text/plain"})
+SAFE_HEADERS = {
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "sandbox; default-src 'none'",
+    "cache-control": "no-store",
+}
+UPLOAD_PATH = re.compile(r"/v1/pads/[^/]+/files/.")
+
+
+def upload_limit(settings: Settings) -> Callable[[Scope], int | None]:
+    """For the Guard: the body limit of a request that streams its own body (an upload),
+    None for the others."""
+
+    def limit(scope: Scope) -> int | None:
+        is_upload = scope.get("method") == "PUT" and UPLOAD_PATH.match(scope["path"])
+        return settings.max_upload_bytes if is_upload else None
+
+    return limit
+
+
+def files_routes(app: FastAPI, manager: ScratchpadManager) -> None:
+    async def files_of(name: str) -> Workspace:
+        return await asyncio.to_thread(workspace, manager, segment_name(name))
+
+    @app.get("/v1/pads/{name}/files")
+    async def list_files(name: str, path: str = "") -> dict[str, Any]:
+        files = await files_of(name)
+        return {"pad": segment_name(name), **await asyncio.to_thread(files.listing, path)}
+
+    @app.get("/v1/pads/{name}/files/{path:path}")
+    async def get_file(
+        name: str, path: str, download: Annotated[bool, Query()] = False
+    ) -> Response:
+        files = await files_of(name)
+        path = segment_name(path)
+        fd, size = await asyncio.to_thread(files.open_file, path)
+        return DescriptorResponse(fd, size, *_content_headers(path, download))
+
+    @app.put("/v1/pads/{name}/files/{path:path}")
+    async def put_file(name: str, path: str, request: Request) -> JSONResponse:
+        limit = manager.settings.max_upload_bytes
+        files = await files_of(name)
+        upload = await asyncio.to_thread(files.upload, segment_name(path), limit)
+        try:
+            await _receive(request, upload)
+            created = await asyncio.to_thread(upload.commit)
+        except BaseException:
+            upload.abort()  # quick (an unlink): also when the client went away
+            raise
+        answer = {"path": upload.path, "size": upload.size}
+        return JSONResponse(answer, status_code=201 if created else 200)
+
+    @app.delete("/v1/pads/{name}/files/{path:path}")
+    async def delete_file(name: str, path: str) -> dict[str, str]:
+        files = await files_of(name)
+        return {"deleted": await asyncio.to_thread(files.delete, segment_name(path))}
+
+
+async def _receive(request: Request, upload: Upload) -> None:
+    """The request's body into ``upload``, in batches written on a worker thread."""
+    batch = bytearray()
+    async for chunk in request.stream():
+        batch += chunk
+        if len(batch) >= WRITE_BATCH or upload.size + len(batch) > upload.limit:
+            await asyncio.to_thread(upload.write, bytes(batch))
+            batch.clear()
+    await asyncio.to_thread(upload.write, bytes(batch))
+
+
+def _content_headers(path: str, download: bool) -> tuple[str, dict[str, str]]:
+    """The media type and headers of a download: attachment unless an image or plain text
+    (and not ``download``)."""
+    name = path.rsplit("/", 1)[-1]
+    media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    kind = "inline" if media_type in INLINE_TYPES and not download else "attachment"
+    if media_type.startswith("text/"):
+        media_type += "; charset=utf-8"
+    fallback = "".join(ch if ch.isascii() and ch.isprintable() and ch not in '"\\' else "_"
+                       for ch in name)  # fmt: skip
+    disposition = f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+    return media_type, {**SAFE_HEADERS, "content-disposition": disposition}
+
+
+class DescriptorResponse(Response):
+    """A file's bytes from a descriptor opened (and checked) before: ``size`` bytes read in
+    pieces on worker threads; the descriptor is closed whatever happens."""
+
+    def __init__(self, fd: int, size: int, media_type: str, headers: dict[str, str]) -> None:
+        self.fd = fd
+        self.size = size
+        self.status_code = 200
+        self.media_type = media_type
+        self.background = None
+        self.init_headers({**headers, "content-type": media_type, "content-length": str(size)})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
+            await send(start)
+            left = self.size  # a file that grows meanwhile is cut at the size announced
+            while left > 0:
+                chunk = await asyncio.to_thread(os.read, self.fd, min(READ_CHUNK, left))
+                if not chunk:
+                    break
+                left -= len(chunk)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            os.close(self.fd)
