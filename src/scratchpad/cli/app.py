@@ -18,6 +18,7 @@ import typer
 from scratchpad.cli import connect as _connect  # noqa: F401 (adds vault connect / test)
 from scratchpad.cli.agent import agent_app
 from scratchpad.cli.commands import CONTEXT_SETTINGS, Command, Group
+from scratchpad.cli.files import files_app
 from scratchpad.cli.obs import obs_app
 from scratchpad.cli.output import LiveCell, console, err_console, fail, print_json, print_text
 from scratchpad.cli.server_cmd import server_app
@@ -42,6 +43,7 @@ app.add_typer(obs_app, name="obs")
 app.add_typer(server_app, name="server")
 app.add_typer(agent_app, name="agent")
 app.add_typer(vault_app, name="vault")
+app.add_typer(files_app, name="files")
 
 PadArg = Annotated[str, typer.Argument(help="Pad name, e.g. 'main'.")]
 
