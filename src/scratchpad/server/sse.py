@@ -47,6 +47,9 @@ class EventStream(Response):
         on_disconnect: Callable[[], None] | None = None,
         final_types: frozenset[str] = FINAL_TYPES,
         named: bool = False,
+        backlog_bytes: int = BACKLOG_BYTES,
+        overflow: dict[str, Any] | None = None,
+        numbered: bool = False,
     ) -> None:
         # Not Response.__init__: it would add a content-length. no-store: nothing may cache a
         # cell; x-accel-buffering: proxies must not hold frames back.
@@ -55,6 +58,12 @@ class EventStream(Response):
         self.on_disconnect = on_disconnect
         self.final_types = final_types
         self.named = named  # each frame also says its type on an ``event:`` line
+        self.backlog_bytes = backlog_bytes
+        # A stream that must not miss frames (a live feed): past the backlog, send this frame
+        # instead of dropping any, and end (the client starts again from a snapshot).
+        self.overflow = overflow
+        self.numbered = numbered  # an ``id:`` line on each frame: 0, 1, 2, ...
+        self._sequence = 0
         self._final_queued = False
         self.status_code = 200
         self.background = None
@@ -104,13 +113,17 @@ class EventStream(Response):
         try:
             async for message in self.frames:
                 final = message.get("type") in self.final_types
-                if final and _big(message):  # a cell of many MB: encode it off the loop
-                    data = await asyncio.to_thread(encode, message, self.named)
-                else:
-                    data = encode(message, self.named)
-                if self._backlog > BACKLOG_BYTES and not final:
+                if self._backlog > self.backlog_bytes and not final:
+                    if self.overflow is not None:
+                        self._queue.put_nowait(self._encode(self.overflow))
+                        self._final_queued = True
+                        break
                     self._dropped += 1
                     continue
+                if _big(message):  # a cell of many MB: encode it off the loop
+                    data = await asyncio.to_thread(self._encode, message)
+                else:
+                    data = self._encode(message)
                 self._final_queued = self._final_queued or final
                 self._backlog += len(data)
                 self._queue.put_nowait(data)
@@ -119,9 +132,19 @@ class EventStream(Response):
             self._final_queued = True
             self._queue.put_nowait(encode({"type": "error", "error": "internal server error"}))
         finally:
+            aclose = getattr(self.frames, "aclose", None)
+            if aclose is not None:  # a feed left early: its generator lets go of its source
+                await aclose()
             if self._dropped:
                 log.info("a slow client missed %d stream frames", self._dropped)
             self._queue.put_nowait(None)
+
+    def _encode(self, message: dict[str, Any]) -> bytes:
+        data = encode(message, self.named)
+        if self.numbered:
+            data = b"id: %d\n" % self._sequence + data
+            self._sequence += 1
+        return data
 
 
 def _big(message: dict[str, Any]) -> bool:
