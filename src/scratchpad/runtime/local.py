@@ -163,9 +163,11 @@ class LocalRuntime(ScratchpadRuntime):
         self._closed = True
         await self._end_cells(reason)
         async with self._lock:
+            stopping = self._kernel is not None
             await self._stop_kernel()
             self._history.close()
-        self.watch.status(self)
+        if stopping:
+            self.watch.status(self)
 
     async def cleanup(self) -> None:
         await self.close(reason="the pad was removed")

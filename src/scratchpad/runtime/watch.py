@@ -42,8 +42,11 @@ Event = dict[str, Any]
 SNAPSHOT_OUTPUT_BYTES = 256 * 1024  # per stream: head + tail of what the running cell printed
 DISPLAYS_KEPT = 32  # the running cell's latest displays, for a snapshot
 DISPLAYS_KEPT_CHARS = 8 * 1024 * 1024
+PIECE_CHARS = 64 * 1024  # output events are at most this long (a 1 MiB read is 16 of them)
 CODE_CHARS = 64 * 1024  # of a queued or running cell's code in an event (head + tail)
-BUFFER_CHARS = 16 * 1024 * 1024  # what one subscriber may have waiting before it overflows
+# What one subscriber may have waiting before it overflows: output, progress and display
+# text it alone holds (a recorded cell is shared with the pad's history, so it counts 0).
+BUFFER_CHARS = 2 * 1024 * 1024
 BUFFER_EVENTS = 10_000
 DEATH_REAP_S = 2.0  # how long a dead kernel's exit code is waited for, to say the cause
 OVERFLOW: Event = {"type": "overflow"}
@@ -237,7 +240,8 @@ class PadWatch:
             if not isinstance(item, Cell):
                 running.add(item)
                 if self._subscribers:
-                    self._publish(*_item_event(running.cell.id, item))
+                    for event, size in _item_events(running.cell.id, item):
+                        self._publish(event, size)
         return items
 
     def recorded(self, cell: Cell) -> None:
@@ -247,7 +251,7 @@ class PadWatch:
             self.running = None
         self.last_activity = time.time()
         if self._subscribers:
-            self._publish({"type": "cell", "cell": cell.to_dict()}, cell.rough_size())
+            self._publish({"type": "cell", "cell": cell.to_dict()}, 0)
 
     def status(self, pad: ScratchpadRuntime, status: str | None = None) -> None:
         """The pad started (or restarted, or was reset), closed, was removed (``status``
@@ -277,14 +281,20 @@ class PadWatch:
             subscription.put(event, size)
 
 
-def _item_event(cell_id: str, item: StreamItem) -> tuple[Event, int]:
+def _item_events(cell_id: str, item: StreamItem) -> list[tuple[Event, int]]:
+    """The events of one stream item (long output in pieces: a subscriber is never handed
+    a big lump at once) with their sizes."""
     if isinstance(item, OutputEvent):
-        event = {"type": "output", "id": cell_id, "stream": item.stream, "text": item.text}
-        return event, len(item.text)
+        text, stream = item.text, item.stream
+        pieces = [text[at : at + PIECE_CHARS] for at in range(0, len(text), PIECE_CHARS)]
+        return [
+            ({"type": "output", "id": cell_id, "stream": stream, "text": piece}, len(piece))
+            for piece in pieces
+        ]
     if isinstance(item, DisplayEvent):
-        return {"type": "display", "id": cell_id, "data": item.data}, bundle_size(item.data)
+        return [({"type": "display", "id": cell_id, "data": item.data}, bundle_size(item.data))]
     assert isinstance(item, ProgressEvent)
-    return {"type": "progress", "id": cell_id, "message": item.message}, len(item.message)
+    return [({"type": "progress", "id": cell_id, "message": item.message}, len(item.message))]
 
 
 class PadWatches:

@@ -3,8 +3,9 @@
 ``GET /v1/pads/{name}/events``: SSE, first a ``snapshot`` (the pad, its running cell with the
 output so far, its queue, how many cells it recorded), then every event of the pad as it
 happens (see runtime/watch.py), whoever ran the cell; each frame has an ``id:`` (0, 1, ...).
-A client that falls behind gets ``{"type": "overflow"}`` and the stream ends: it reconnects
-and starts from a fresh snapshot. A pad may be watched before it exists (``status: "new"``).
+Frames are taken from the pad's watch only as fast as the client reads them; one that falls
+too far behind gets ``{"type": "overflow"}`` and the stream ends: it reconnects and starts
+from a fresh snapshot. A pad may be watched before it exists (``status: "new"``).
 
 ``GET /v1/pads/{name}/info``: one pad's line of the pad list.
 ``GET /v1/pads/{name}/cells/{id}/text``: a slice of one long field of a recorded cell.
@@ -27,7 +28,7 @@ from scratchpad.runtime.watch import OVERFLOW, Subscription
 from scratchpad.server.guard import segment_name
 from scratchpad.server.sse import EventStream
 
-FEED_BACKLOG_BYTES = 4 * 1024 * 1024  # a client further behind than this gets overflow
+FEED_PACE_BYTES = 256 * 1024  # a client further behind leaves events in its subscription
 FEED_CELL_BYTES = 1024 * 1024  # a recorded cell in the feed: long fields cut (read by slices)
 BIG_CELL_CHARS = 256 * 1024  # fitted on a worker thread from this size
 TEXT_FIELDS = ("stdout", "stderr", "error", "result", "logs")
@@ -46,8 +47,7 @@ def pad_feed_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             _feed(manager, name, subscription, state),
             on_disconnect=subscription.close,
             final_types=frozenset({OVERFLOW["type"]}),
-            backlog_bytes=FEED_BACKLOG_BYTES,
-            overflow=OVERFLOW,
+            pace_bytes=FEED_PACE_BYTES,
             numbered=True,
         )
 
