@@ -177,8 +177,11 @@ async def test_the_pad_list_and_info_while_a_cell_sleeps(
     body = {"name": "nap", "code": "import time\ntime.sleep(60)", "description": "sleeping"}
     sleeping = asyncio.create_task(run_cell(client, server, body))
     async with asyncio.timeout(WITHIN_S):
-        while (info := (await client.get(f"{server}/v1/pads/nap/info")).json())["running"] is None:
-            await asyncio.sleep(0.02)  # noqa: ASYNC110 - polling the server
+        while True:  # polling the server: there is no event to wait on here
+            info = (await client.get(f"{server}/v1/pads/nap/info")).json()
+            if info["running"] is not None:
+                break
+            await asyncio.sleep(0.02)
     assert info["status"] == "busy" and info["busy_since"] > 0
     assert info["running"]["description"] == "sleeping" and info["memory_bytes"] > 1_000_000
     [listed] = (await client.get(f"{server}/v1/pads")).json()["pads"]
