@@ -28,7 +28,7 @@ async def next_event(subscription: Subscription, kind: str | None = None) -> dic
 
 
 async def events_until_cell(subscription: Subscription) -> list[dict[str, Any]]:
-    seen = []
+    seen: list[dict[str, Any]] = []
     while not seen or seen[-1]["type"] != "cell":
         seen.append(await next_event(subscription))
     return seen
@@ -109,7 +109,7 @@ async def test_status_events_on_start_reset_close_and_remove(manager: Scratchpad
     await pad.reset()
     await manager.close("life")
     await manager.remove("life")
-    statuses = []
+    statuses: list[dict[str, Any]] = []
     while len(statuses) < 4:
         statuses.append((await next_event(subscription, "status"))["pad"])
     assert [(s["status"], s["cells"]) for s in statuses] == [
