@@ -253,3 +253,41 @@ async def test_bad_requests_say_what_to_send(
     assert too_long.status_code == 400
     unauthorized = await app_client.get("/v1/pads/p/events", headers={"Authorization": "x"})
     assert unauthorized.status_code == 401
+
+
+async def test_a_feed_client_that_goes_away_lets_go_of_its_subscription(
+    manager: ScratchpadManager,
+) -> None:
+    app = create_app(manager, api_key=KEY)
+    gone = asyncio.Event()
+    requested = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal requested
+        if not requested:
+            requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    snapshot = asyncio.Event()
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and message["body"].startswith(b"id: 0\n"):
+            snapshot.set()
+
+    path = "/v1/pads/left/events"
+    scope = {
+        "type": "http", "method": "GET", "path": path, "raw_path": path.encode(),
+        "query_string": b"", "headers": [(b"authorization", f"Bearer {KEY}".encode())],
+        "http_version": "1.1", "scheme": "http", "root_path": "",
+        "server": ("test", 80), "client": ("test", 1),
+    }  # fmt: skip
+    serving = asyncio.create_task(app(scope, receive, send))  # type: ignore[arg-type]
+    async with asyncio.timeout(WITHIN_S):
+        await snapshot.wait()
+        assert manager.watch("left").watched
+        gone.set()
+        await serving
+        while manager.watch("left").watched:  # noqa: ASYNC110 - the producer ends on its own
+            await asyncio.sleep(0.01)
