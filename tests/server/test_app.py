@@ -297,8 +297,7 @@ async def test_the_pad_list_counts_stopped_histories_off_the_event_loop(
 ) -> None:
     import threading
 
-    from scratchpad.runtime import history
-    from scratchpad.runtime import padinfo
+    from scratchpad.runtime import history, padinfo
 
     await client.post("/scratchpad/execute-stream", json={"name": "s", "code": "1"})
     await manager.close("s")
