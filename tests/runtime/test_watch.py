@@ -12,6 +12,7 @@ from typing import Any
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.watch import Subscription
+from scratchpad.vault.scrub import register
 from tests.conftest import wait_until_busy
 
 WITHIN_S = 30.0
@@ -166,3 +167,24 @@ async def test_the_pad_list_says_what_runs_since_when_and_its_memory(
     history = manager.settings.home / "pads" / "sleepy" / "history.jsonl"
     assert (stopped.status, stopped.memory_bytes, stopped.busy_since) == ("stopped", None, None)
     assert (stopped.cells, stopped.last_activity) == (2, history.stat().st_mtime)
+
+
+async def test_no_secret_reaches_a_watcher(manager: ScratchpadManager, scratch: Path) -> None:
+    secret = "feed-s3cret-value-42"
+    register([(secret, "DS_FEED__TOKEN")])
+    pad = await manager.get_or_create("secretive")
+    subscription = manager.watch("secretive").subscribe()
+    flag = scratch / "go"
+    code = (
+        f"import os, time\nx = {secret!r}\nprint(x, flush=True)\nprogress(x)\ndisplay(x)\n"
+        f"while not os.path.exists({str(flag)!r}):\n    time.sleep(0.01)\nx"
+    )
+    running = asyncio.create_task(pad.execute(code, description=f"uses {secret}"))
+    watch = manager.watch("secretive")
+    await wait_for(lambda: watch.running is not None and watch.running.displays)
+    snapshot = repr(watch.state())
+    flag.touch()
+    await running
+    seen = repr(await events_until_cell(subscription))
+    for text in (snapshot, seen):
+        assert secret not in text and "[DS_FEED__TOKEN]" in text
