@@ -188,3 +188,21 @@ async def test_no_secret_reaches_a_watcher(manager: ScratchpadManager, scratch: 
     seen = repr(await events_until_cell(subscription))
     for text in (snapshot, seen):
         assert secret not in text and "[DS_FEED__TOKEN]" in text
+
+
+async def test_a_queued_cell_whose_caller_goes_away_leaves_the_queue(
+    manager: ScratchpadManager,
+) -> None:
+    pad = await manager.get_or_create("leaving")
+    watch = manager.watch("leaving")
+    subscription = watch.subscribe()
+    sleeping = asyncio.create_task(pad.execute("import time\ntime.sleep(30)"))
+    await wait_until_busy(pad)
+    waiting = asyncio.create_task(pad.execute("'never'"))
+    await wait_for(lambda: len(watch.queue) == 1)
+    waiting.cancel()  # the caller goes away while its cell waits
+    ended = await next_event(subscription, "cell")
+    assert (ended["cell"]["code"], ended["cell"]["status"]) == ("'never'", "cancelled")
+    assert watch.state()["queued"] == []
+    await pad.cancel()
+    await sleeping

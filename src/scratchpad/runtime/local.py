@@ -256,6 +256,7 @@ class LocalRuntime(ScratchpadRuntime):
                 return
         except BaseException:
             self._queue.done(ticket)
+            self.watch.gone(ticket.cell)
             raise
         run: CellRun | None = None
         try:

@@ -50,6 +50,7 @@ BUFFER_CHARS = 2 * 1024 * 1024
 BUFFER_EVENTS = 10_000
 DEATH_REAP_S = 2.0  # how long a dead kernel's exit code is waited for, to say the cause
 OVERFLOW: Event = {"type": "overflow"}
+GONE_BEFORE_TURN = "Cell cancelled before it started: its caller went away; nothing ran.\n"
 _deaths: set[asyncio.Task[None]] = set()
 
 
@@ -252,6 +253,13 @@ class PadWatch:
         self.last_activity = time.time()
         if self._subscribers:
             self._publish({"type": "cell", "cell": cell.to_dict()}, 0)
+
+    def gone(self, cell: Cell) -> None:
+        """A queued cell whose caller went away before its turn: it never runs and is not
+        recorded; its watchers see it end as cancelled."""
+        if self.queue.pop(cell.id, None) is not None and self._subscribers:
+            ended = {**cell.to_dict(), "status": "cancelled", "error": GONE_BEFORE_TURN}
+            self._publish({"type": "cell", "cell": ended}, 0)
 
     def status(self, pad: ScratchpadRuntime, status: str | None = None) -> None:
         """The pad started (or restarted, or was reset), closed, was removed (``status``
