@@ -64,6 +64,7 @@ class KernelProcess:
         self.last_alive = self._loop.time()  # the last output or frame from the kernel
         self.started: str | None = None  # the id the kernel reported entering (reset by
         self.on_started: Callable[[], None] | None = None  # the caller before each cell)
+        self.on_exit: Callable[[KernelProcess], None] | None = None  # its channel closed
         self.channel_closed = False
         self.protocol_error: str | None = None
         self.ready: dict[str, Any] = {}  # the ready frame (pid, python, sandbox)
@@ -238,6 +239,8 @@ class KernelProcess:
         return event
 
     def _push(self, event: Event) -> None:
+        if event[0] == "exit" and self.on_exit is not None:
+            self.on_exit(self)
         if event[0] == "msg" and event[1].get("type") == "done":
             self.done_queued += 1
         elif event[0] in ("stdout", "stderr"):

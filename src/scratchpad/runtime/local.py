@@ -34,6 +34,7 @@ from scratchpad.runtime.history import CellHistory, fold
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.launcher import Launcher, SecretEnv
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
+from scratchpad.runtime.watch import PadWatch
 from scratchpad.vault.rescrub import rescrub_recorded
 from scratchpad.vault.scrub import register, scrubber
 
@@ -82,6 +83,7 @@ class LocalRuntime(ScratchpadRuntime):
         self._by_id: dict[str, Cell] | None = None  # recorded cells, once a submit names one
         self._background: set[asyncio.Task[Cell]] = set()
         self._rewriting = asyncio.Lock()  # a fold of the history, or a re-scrub
+        self.watch = PadWatch(name)  # its live feed (the manager's, shared by name)
 
     @property
     def cells(self) -> list[Cell]:
@@ -128,6 +130,10 @@ class LocalRuntime(ScratchpadRuntime):
         return self._closed or self._destroyed
 
     @property
+    def kernel(self) -> KernelProcess | None:
+        return self._kernel
+
+    @property
     def pid(self) -> int | None:
         """The kernel's process id (None when no kernel runs)."""
         return self._kernel.pid if self._kernel is not None else None
@@ -157,13 +163,17 @@ class LocalRuntime(ScratchpadRuntime):
         self._closed = True
         await self._end_cells(reason)
         async with self._lock:
+            stopping = self._kernel is not None
             await self._stop_kernel()
             self._history.close()
+        if stopping:
+            self.watch.status(self)
 
     async def cleanup(self) -> None:
         await self.close(reason="the pad was removed")
         self._destroyed = True
         await venv.remove(self.root)
+        self.watch.status(self, "removed")
 
     async def cancel(self, cell_id: str | None = None) -> bool:
         queue = self._queue
@@ -239,12 +249,14 @@ class LocalRuntime(ScratchpadRuntime):
             id=request.cell_id or new_cell_id(),
         )
         ticket = self._queue.submit(cell)
+        self.watch.queued(cell)
         try:
             if not await self._queue.wait_turn(ticket):
                 yield await self._skipped(ticket)
                 return
         except BaseException:
             self._queue.done(ticket)
+            self.watch.gone(ticket.cell)
             raise
         run: CellRun | None = None
         try:
@@ -253,12 +265,13 @@ class LocalRuntime(ScratchpadRuntime):
             except BaseException as exc:
                 ticket.cell.status = "killed"
                 ticket.cell.error = f"The cell could not start: {exc}\n"
+                self.watch.recorded(ticket.cell)
                 raise
             if run.finished:  # cancelled while its kernel started
                 await self._persist(run.cell)
                 yield run.cell
             while not run.finished:
-                for item in await run.step():
+                for item in self.watch.seen(await run.step()):
                     if isinstance(item, Cell):
                         await self._persist(item)  # on disk before anyone hears of it
                     yield item
@@ -314,14 +327,16 @@ class LocalRuntime(ScratchpadRuntime):
             run.skip(ticket.reason)
         else:
             run.begin()  # a dead kernel shows up as an "exit" event on the first step
+            self.watch.started(ticket.cell)
         return run
 
     def _finish_in_background(self, run: CellRun, ticket: Ticket) -> None:
         async def finish() -> Cell:
             try:
-                cell = await run.run_to_end()
-                await self._persist(cell)
-                return cell
+                while not run.finished:
+                    self.watch.seen(await run.step())
+                await self._persist(run.cell)
+                return run.cell
             finally:
                 self._release(ticket)
 
@@ -355,6 +370,7 @@ class LocalRuntime(ScratchpadRuntime):
                 folded = await asyncio.to_thread(fold, cells, self.settings.history_max_bytes // 2)
                 self.cells = folded + self.cells[len(cells) :]  # with any recorded meanwhile
                 await asyncio.to_thread(self._history.rewrite, self.cells)
+        self.watch.recorded(cell)
 
     async def rescrub(self) -> tuple[int, bool]:
         async with self._rewriting:  # not while a fold writes cells from before
@@ -453,6 +469,8 @@ class LocalRuntime(ScratchpadRuntime):
             if not venv.is_reusable(self.root):
                 venv.mark_verified(self.root)
                 venv.record_name(self.root, self.name)
+            self._kernel.on_exit = lambda kernel: self.watch.died(self, kernel)
+            self.watch.status(self)
             return
         raise KernelStartError(
             f"pad {self.name!r}: no kernel after {attempts} attempts ({last_error}). Check that "

@@ -7,7 +7,6 @@ import contextlib
 import importlib.metadata
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,9 +15,10 @@ from scratchpad.errors import InvalidPadNameError, PadError, PadNotFoundError
 from scratchpad.runtime import venv
 from scratchpad.runtime.base import CLOSED, RuntimeFactory, ScratchpadRuntime
 from scratchpad.runtime.cellqueue import remember
-from scratchpad.runtime.history import count_cells
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.names import dir_name, is_pad_dir_name, validate_pad_name
+from scratchpad.runtime.padinfo import HistoryCounts, PadInfo, describe_running
+from scratchpad.runtime.watch import PadWatch, PadWatches
 from scratchpad.vault.rescrub import RescrubReport, rescrub_home, rescrub_lines
 from scratchpad.vault.scrub import scrubber
 from scratchpad.vault.sources import register_process_secrets
@@ -68,17 +68,6 @@ def local_factory(
         )
 
     return build
-
-
-@dataclass(frozen=True, slots=True)
-class PadInfo:
-    """One line of the pad list: ``status`` is busy, idle (running) or stopped; ``queued``
-    counts the cells waiting behind the running one."""
-
-    name: str
-    status: str
-    cells: int
-    queued: int = 0
 
 
 def remote_factory(settings: Settings) -> RuntimeFactory:
@@ -153,7 +142,8 @@ class ScratchpadManager:
         self._stopping: dict[str, asyncio.Future[None]] = {}
         self._warned: set[str] = set()  # stray entries of pads/ already logged
         self._early_cancels: dict[str, dict[str, None]] = {}  # pad → ids cancelled before it ran
-        self._counts: dict[Path, tuple[int, int, int]] = {}  # history → (size, mtime, cells)
+        self._counts = HistoryCounts()
+        self.watches = PadWatches()  # the pads' live feeds, by name
 
     async def get_or_create(self, name: str) -> ScratchpadRuntime:
         """The running pad ``name``, started on first use (concurrent calls share one start)."""
@@ -174,7 +164,7 @@ class ScratchpadManager:
             if stopping is not None:  # the same pad is being closed or removed: let it finish
                 await asyncio.wait([stopping])
             self._loop = asyncio.get_running_loop()
-            pad = self._factory(name)
+            pad = self._build(name)
             await pad.start()
             for cell_id in self._early_cancels.pop(name, {}):
                 await pad.cancel(cell_id)  # still on their way: they must not run
@@ -182,6 +172,17 @@ class ScratchpadManager:
             return pad
         finally:
             self._starting.pop(name, None)
+
+    def _build(self, name: str) -> ScratchpadRuntime:
+        """A runtime for ``name`` from the factory, feeding the name's watch."""
+        pad = self._factory(name)
+        if isinstance(pad, LocalRuntime):
+            pad.watch = self.watches.get(name)
+        return pad
+
+    def watch(self, name: str) -> PadWatch:
+        """The live feed of pad ``name`` (it may not exist yet): subscribe to it."""
+        return self.watches.get(validate_pad_name(name))
 
     def get(self, name: str) -> ScratchpadRuntime:
         """A pad that is already running; PadNotFoundError otherwise."""
@@ -263,33 +264,32 @@ class ScratchpadManager:
         return name
 
     async def list_pads(self) -> list[PadInfo]:
-        """Every pad, running or on disk, with its status and number of cells. Histories of
-        stopped pads are counted in a thread, and only again when their file changed."""
+        """Every pad, running or on disk: its status, cells, memory and last use (see
+        padinfo.PadInfo). Histories of stopped pads are read in a thread, and counted again
+        only when their file changed."""
         names = await asyncio.to_thread(self.names_on_disk)
         running = {name: pad for name, pad in self._pads.items() if not pad.closed}
         stopped = sorted(set(names) - set(running))
-        counts = await asyncio.to_thread(lambda: [self._count(name) for name in stopped])
-        listed = [
-            PadInfo(name, "stopped", cells) for name, cells in zip(stopped, counts, strict=True)
-        ]
-        for name, pad in running.items():
-            cells = len(await pad.load_cells())
-            listed.append(PadInfo(name, "busy" if pad.busy else "idle", cells, pad.queued))
+        listed = await asyncio.to_thread(
+            lambda: [self._counts.stopped(n, pad_root(self.settings, n)) for n in stopped]
+        )
+        listed += await describe_running([(pad, self._watched(pad)) for pad in running.values()])
         return sorted(listed, key=lambda info: info.name)
 
-    def _count(self, name: str) -> int:
-        """Cells in a stopped pad's history; counted again only when the file changed."""
-        path = pad_root(self.settings, name) / "history.jsonl"
-        try:
-            stat = path.stat()
-        except OSError:
-            return 0
-        known = self._counts.get(path)
-        if known is not None and known[:2] == (stat.st_size, stat.st_mtime_ns):
-            return known[2]
-        cells = count_cells(path)
-        self._counts[path] = (stat.st_size, stat.st_mtime_ns, cells)
-        return cells
+    async def pad_info(self, name: str) -> PadInfo:
+        """One pad's line of :meth:`list_pads`; PadNotFoundError when there is no such pad."""
+        name = validate_pad_name(name)
+        pad = self._pads.get(name)
+        if pad is not None and not pad.closed:
+            return (await describe_running([(pad, self._watched(pad))]))[0]
+        if not self.exists(name) or self.settings.backend != "local":
+            raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it")
+        root = pad_root(self.settings, name)
+        return await asyncio.to_thread(self._counts.stopped, name, root)
+
+    def _watched(self, pad: ScratchpadRuntime) -> PadWatch | None:
+        watch = getattr(pad, "watch", None)
+        return watch if isinstance(watch, PadWatch) else None
 
     async def cancel(self, name: str, cell_id: str | None = None) -> bool:
         """Cancel cell ``cell_id`` of pad ``name`` (without an id: its running cell); see
@@ -315,7 +315,7 @@ class ScratchpadManager:
         if pad is None:
             if not self.exists(name):
                 raise PadNotFoundError(f"no pad named {name!r}; there is nothing to remove")
-            pad = self._factory(name)
+            pad = self._build(name)
         await self._stop(name, pad.cleanup())
 
     async def close(self, name: str, *, reason: str = CLOSED) -> None:
@@ -352,6 +352,7 @@ class ScratchpadManager:
         closing = (pad.close(reason=reason) for pad in pads)
         results = await asyncio.gather(*closing, return_exceptions=True)
         _log_failures("closing", pads, results)
+        self.watches.close_all()  # their last status said so; the feeds end
 
     async def rescrub(self) -> RescrubReport:
         """Scrub everything the home stores again with the process's scrubber; call it when a

@@ -95,6 +95,22 @@ def _stat_fields(pid: int) -> list[bytes] | None:
         return None
 
 
+def tree_rss(pid: int) -> int | None:
+    """Resident memory in bytes of ``pid`` and its descendants (None when it is gone)."""
+    total = None
+    for member in (pid, *descendants(pid)):
+        try:
+            with open(f"/proc/{member}/statm", "rb") as handle:
+                pages = int(handle.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        total = (total or 0) + pages * _PAGE_SIZE
+    return total
+
+
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
 def is_stray(pid: int, group: int) -> bool:
     """A live process (not a zombie) outside ``group``."""
     stat = _stat_fields(pid)

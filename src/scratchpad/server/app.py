@@ -44,6 +44,7 @@ from scratchpad.server.frames import cell_frames
 from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
 from scratchpad.server.housekeeping import housekeeping
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
+from scratchpad.server.pad_feed_routes import pad_feed_routes
 from scratchpad.server.sse import EventStream
 from scratchpad.server.vault_routes import prime_vault, vault_routes
 from scratchpad.server.web_routes import web_routes
@@ -124,6 +125,7 @@ def create_app(
     _error_handlers(app)
     _protocol_routes(app, manager)
     _read_routes(app, manager)
+    pad_feed_routes(app, manager)
     vault_routes(app, manager)
     datavault_routes(app, manager)
     files_routes(app, manager)

@@ -47,6 +47,8 @@ class EventStream(Response):
         on_disconnect: Callable[[], None] | None = None,
         final_types: frozenset[str] = FINAL_TYPES,
         named: bool = False,
+        pace_bytes: int | None = None,
+        numbered: bool = False,
     ) -> None:
         # Not Response.__init__: it would add a content-length. no-store: nothing may cache a
         # cell; x-accel-buffering: proxies must not hold frames back.
@@ -55,6 +57,14 @@ class EventStream(Response):
         self.on_disconnect = on_disconnect
         self.final_types = final_types
         self.named = named  # each frame also says its type on an ``event:`` line
+        # A stream that must not miss frames (a live feed): the next frame is taken only
+        # while the client lags by at most ``pace_bytes``, so a slow client holds its frames
+        # back in their source (which bounds them its own way), and none is ever dropped.
+        self.pace_bytes = pace_bytes
+        self.numbered = numbered  # an ``id:`` line on each frame: 0, 1, 2, ...
+        self._sequence = 0
+        self._caught_up = asyncio.Event()
+        self._gone = False
         self._final_queued = False
         self.status_code = 200
         self.background = None
@@ -87,6 +97,8 @@ class EventStream(Response):
         while (await receive())["type"] != "http.disconnect":
             pass
         self._queue.put_nowait(GONE)
+        self._gone = True
+        self._caught_up.set()
         if self.on_disconnect is not None and not self._final_queued:
             self.on_disconnect()
 
@@ -98,30 +110,56 @@ class EventStream(Response):
             return PING
         if data:
             self._backlog -= len(data)
+            if self.pace_bytes is not None and self._backlog <= self.pace_bytes:
+                self._caught_up.set()
         return data
 
     async def _produce(self) -> None:
         try:
             async for message in self.frames:
                 final = message.get("type") in self.final_types
-                if final and _big(message):  # a cell of many MB: encode it off the loop
-                    data = await asyncio.to_thread(encode, message, self.named)
-                else:
-                    data = encode(message, self.named)
-                if self._backlog > BACKLOG_BYTES and not final:
+                if self._backlog > BACKLOG_BYTES and not final and self.pace_bytes is None:
                     self._dropped += 1
                     continue
+                if _big(message):  # a cell of many MB: encode it off the loop
+                    data = await asyncio.to_thread(self._encode, message)
+                else:
+                    data = self._encode(message)
                 self._final_queued = self._final_queued or final
                 self._backlog += len(data)
                 self._queue.put_nowait(data)
+                if not await self._paced():
+                    break
         except Exception:  # the frames generator reports pad errors itself; this is a bug
             log.exception("an execute-stream producer failed")
             self._final_queued = True
             self._queue.put_nowait(encode({"type": "error", "error": "internal server error"}))
         finally:
+            aclose = getattr(self.frames, "aclose", None)
+            if aclose is not None:  # a feed left early: its generator lets go of its source
+                await aclose()
             if self._dropped:
                 log.info("a slow client missed %d stream frames", self._dropped)
             self._queue.put_nowait(None)
+
+    async def _paced(self) -> bool:
+        """Wait while a paced stream's client lags; False once its client went away (other
+        streams go on: their producers outlive the client)."""
+        if self.pace_bytes is None:
+            return True
+        while self._backlog > self.pace_bytes:
+            if self._gone:
+                return False
+            self._caught_up.clear()
+            await self._caught_up.wait()
+        return not self._gone
+
+    def _encode(self, message: dict[str, Any]) -> bytes:
+        data = encode(message, self.named)
+        if self.numbered:
+            data = b"id: %d\n" % self._sequence + data
+            self._sequence += 1
+        return data
 
 
 def _big(message: dict[str, Any]) -> bool:

@@ -1,0 +1,114 @@
+"""A pad's live feed and what the web UI reads beside it.
+
+``GET /v1/pads/{name}/events``: SSE, first a ``snapshot`` (the pad, its running cell with the
+output so far, its queue, how many cells it recorded), then every event of the pad as it
+happens (see runtime/watch.py), whoever ran the cell; each frame has an ``id:`` (0, 1, ...).
+Frames are taken from the pad's watch only as fast as the client reads them; one that falls
+too far behind gets ``{"type": "overflow"}`` and the stream ends: it reconnects and starts
+from a fresh snapshot. A pad may be watched before it exists (``status: "new"``).
+
+``GET /v1/pads/{name}/info``: one pad's line of the pad list.
+``GET /v1/pads/{name}/cells/{id}/text``: a slice of one long field of a recorded cell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI
+
+from scratchpad.errors import InvalidInputError, PadNotFoundError
+from scratchpad.runtime.cell import Cell, fit_cell, rough_chars
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.names import url_component, validate_pad_name
+from scratchpad.runtime.padinfo import PadInfo
+from scratchpad.runtime.watch import OVERFLOW, Subscription
+from scratchpad.server.guard import segment_name
+from scratchpad.server.sse import EventStream
+
+FEED_PACE_BYTES = 256 * 1024  # a client further behind leaves events in its subscription
+FEED_CELL_BYTES = 1024 * 1024  # a recorded cell in the feed: long fields cut (read by slices)
+BIG_CELL_CHARS = 256 * 1024  # fitted on a worker thread from this size
+TEXT_FIELDS = ("stdout", "stderr", "error", "result", "logs")
+DEFAULT_SLICE = 64 * 1024
+MAX_SLICE = 1024 * 1024
+
+
+def pad_feed_routes(app: FastAPI, manager: ScratchpadManager) -> None:
+    @app.get("/v1/pads/{name}/events")
+    async def pad_events(name: str) -> EventStream:
+        name = validate_pad_name(segment_name(name))
+        watch = manager.watch(name)
+        subscription = watch.subscribe()  # from here on, every event waits in it...
+        state = watch.state()  # ...and this is what came before (no await in between)
+        return EventStream(
+            _feed(manager, name, subscription, state),
+            on_disconnect=subscription.close,
+            final_types=frozenset({OVERFLOW["type"]}),
+            pace_bytes=FEED_PACE_BYTES,
+            numbered=True,
+        )
+
+    @app.get("/v1/pads/{name}/info")
+    async def pad_info(name: str) -> dict[str, Any]:
+        return (await manager.pad_info(segment_name(name))).to_dict()
+
+    @app.get("/v1/pads/{name}/cells/{cell_id}/text")
+    async def cell_text(
+        name: str, cell_id: str, field: str = "stdout", offset: int = 0, length: int = DEFAULT_SLICE
+    ) -> dict[str, Any]:
+        if field not in TEXT_FIELDS:
+            raise InvalidInputError(
+                f"unknown field {field[:40]!r}: ask for one of {', '.join(TEXT_FIELDS)}"
+            )
+        if offset < 0 or length < 0:
+            raise InvalidInputError("offset and length count characters: give numbers >= 0")
+        cell = await _recorded(manager, segment_name(name), cell_id)
+        text = getattr(cell, field) or ""
+        piece = text[offset : offset + min(length, MAX_SLICE)]
+        return {
+            "field": field,
+            "offset": offset,
+            "length": len(piece),
+            "total": len(text),
+            "text": piece,
+        }
+
+
+async def _feed(
+    manager: ScratchpadManager, name: str, subscription: Subscription, state: dict[str, Any]
+) -> AsyncIterator[dict[str, Any]]:
+    """The snapshot, then the pad's events (recorded cells fitted to the feed)."""
+    try:
+        try:
+            info = (await manager.pad_info(name)).to_dict()
+        except PadNotFoundError:
+            info = PadInfo(name, "new", 0).to_dict()
+        yield {"type": "snapshot", "pad": info, **state, "cells": info["cells"]}
+        async for event in subscription:
+            if event["type"] == "cell":
+                event = {"type": "cell", "cell": await _fitted(name, event["cell"])}
+            yield event
+    finally:
+        subscription.close()
+
+
+async def _fitted(name: str, cell: dict[str, Any]) -> dict[str, Any]:
+    where = f"GET /v1/pads/{url_component(name)}/cells/{cell['id']}/text?field=..."
+    why = f"to fit the feed; read the whole field with {where}"
+    if rough_chars(cell) < BIG_CELL_CHARS:
+        return fit_cell(cell, FEED_CELL_BYTES, why)
+    return await asyncio.to_thread(fit_cell, cell, FEED_CELL_BYTES, why)
+
+
+async def _recorded(manager: ScratchpadManager, name: str, cell_id: str) -> Cell:
+    cells = await manager.peek(name).load_cells()
+    for cell in reversed(cells):
+        if cell.id == cell_id:
+            return cell
+    raise PadNotFoundError(
+        f"pad {name!r} has no finished cell {cell_id[:80]!r} (it may still run, or was folded "
+        "away from a long history)"
+    )
