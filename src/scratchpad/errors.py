@@ -27,7 +27,9 @@ always as a subclass of ScratchpadError whose message says what to do::
     ├── VaultError               the vault cannot do what was asked (key, file, record)
     │   ├── VaultNotFoundError   no connection with that engine and name
     │   ├── VaultRecordError     one stored record is corrupt or cannot be decrypted
-    │   └── SubmissionNotFoundError  no staged credential submission with that id (or expired)
+    │   ├── SubmissionNotFoundError  no staged credential submission with that id (or expired)
+    │   ├── FormNotFoundError    no pending form with that id (unknown, long ended, restarted)
+    │   └── FormClosedError      the pending form has ended and takes no more submissions
     └── AgentError               an agent directory cannot be used as asked (missing, no cycle)
         ├── AgentStateError      the agent's state file is not valid YAML or has a wrong type
         ├── AgentLockedError     another cycle holds the agent directory's lock
@@ -148,6 +150,17 @@ class SubmissionNotFoundError(VaultError, KeyError):
         return str(self.args[0]) if self.args else "submission not found"
 
 
+class FormNotFoundError(VaultError, KeyError):
+    """No pending form with that id (unknown, ended long ago, or the server restarted)."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else "form not found"
+
+
+class FormClosedError(VaultError):
+    """The pending form has ended (completed, declined, expired): no more submissions."""
+
+
 class InstallError(PadError):
     """Installing packages into the pad failed or timed out."""
 
@@ -178,6 +191,8 @@ HTTP_STATUS: dict[type[ScratchpadError], int] = {
     PadNotFoundError: 404,
     VaultNotFoundError: 404,
     SubmissionNotFoundError: 404,
+    FormNotFoundError: 404,
+    FormClosedError: 409,
     ObservationNotFoundError: 404,
     PadClosedError: 409,
     AgentLockedError: 409,
