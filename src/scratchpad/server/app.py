@@ -118,6 +118,7 @@ def create_app(
                 on_shutdown()
 
     app = FastAPI(title="Scratchpad", version=__version__, lifespan=lifespan)
+    app.state.forms = forms  # for the page that fills a form in
     app.add_middleware(Guard, api_key=api_key, limit=manager.settings.max_request_bytes)
     app.add_middleware(EncodedNames)
     if origin:  # outermost, so preflights and refusals carry CORS headers too
