@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from scratchpad.errors import FormClosedError, FormNotFoundError, InvalidInputError
+from scratchpad.text import cut_middle
 from scratchpad.vault.forms import PATCH_BLOCK as PATCH
 from scratchpad.vault.forms import check_spec, find_blocks, merge_patch
 
@@ -98,8 +99,9 @@ class PendingForms:
             self._purge()
             found = self._items.get(form_id) if isinstance(form_id, str) else None
         if found is None:
+            shown = cut_middle(repr(form_id), 80)
             raise FormNotFoundError(
-                f"no pending form {form_id!r}: it is unknown, ended more than "
+                f"no pending form {shown}: it is unknown, ended more than "
                 f"{self.ttl_s / 3600:g} h ago, or the server restarted; call "
                 "request_credentials again"
             )

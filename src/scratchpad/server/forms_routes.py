@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 
 from scratchpad.connect.pending import PendingForms
 from scratchpad.server.guard import error
+from scratchpad.vault.scrub import scrubber
 
 SCOPE_PREFIX = "form:"
 
@@ -54,4 +55,5 @@ def forms_routes(app: FastAPI, forms: PendingForms) -> None:
     @app.get("/v1/forms/{form_id}")
     async def form(form_id: str, request: Request) -> dict[str, Any]:
         check_scope(request, form_id)
-        return forms.get(form_id).describe()
+        described: dict[str, Any] = scrubber().scrub_data(forms.get(form_id).describe())
+        return described  # the model's text, scrubbed like every answer that may carry it

@@ -164,6 +164,8 @@ class CredentialsTool:
                 return
 
     def _status(self, form_id: object) -> types.CallToolResult:
+        if not isinstance(form_id, str):
+            return result(f'form_id must be the text id {NAME} gave, e.g. "fm_3f9a1c2b7d".', True)
         try:
             form = self.forms.get(form_id)
         except FormNotFoundError as exc:
