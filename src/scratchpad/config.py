@@ -85,6 +85,12 @@ class Settings(BaseSettings):
     probe_timeout_s: float = Field(
         90.0, gt=0, description="Longest a credential probe may run before it is a failure."
     )
+    form_wait_s: float = Field(
+        600.0,
+        gt=0,
+        description="Longest an MCP request_credentials call waits for the person to fill in "
+        "the form in their browser.",
+    )
 
     # Observations (see scratchpad.observations).
     observations_db: Path | None = Field(

@@ -27,7 +27,9 @@ always as a subclass of ScratchpadError whose message says what to do::
     ├── VaultError               the vault cannot do what was asked (key, file, record)
     │   ├── VaultNotFoundError   no connection with that engine and name
     │   ├── VaultRecordError     one stored record is corrupt or cannot be decrypted
-    │   └── SubmissionNotFoundError  no staged credential submission with that id (or expired)
+    │   ├── SubmissionNotFoundError  no staged credential submission with that id (or expired)
+    │   ├── FormNotFoundError    no pending form with that id (unknown, long ended, restarted)
+    │   └── FormClosedError      the pending form has ended and takes no more submissions
     ├── WorkspaceError           a file of a pad's workspace cannot be used as asked
     │   ├── WorkspaceFileNotFoundError  nothing at that path of the workspace
     │   ├── WorkspaceConflictError      the path holds the other kind (a directory, a file)
@@ -168,6 +170,17 @@ class FileTooLargeError(WorkspaceError):
     """An upload is larger than SCRATCHPAD_MAX_UPLOAD_BYTES."""
 
 
+class FormNotFoundError(VaultError, KeyError):
+    """No pending form with that id (unknown, ended long ago, or the server restarted)."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else "form not found"
+
+
+class FormClosedError(VaultError):
+    """The pending form has ended (completed, declined, expired): no more submissions."""
+
+
 class InstallError(PadError):
     """Installing packages into the pad failed or timed out."""
 
@@ -198,6 +211,8 @@ HTTP_STATUS: dict[type[ScratchpadError], int] = {
     PadNotFoundError: 404,
     VaultNotFoundError: 404,
     SubmissionNotFoundError: 404,
+    FormNotFoundError: 404,
+    FormClosedError: 409,
     ObservationNotFoundError: 404,
     WorkspaceFileNotFoundError: 404,
     WorkspaceConflictError: 409,

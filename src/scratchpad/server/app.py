@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from typing import Any, Literal
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -25,6 +26,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from scratchpad import __version__
+from scratchpad.connect.pending import PendingForms
 from scratchpad.connect.probe import stop_probes
 from scratchpad.errors import (
     InstallError,
@@ -40,6 +42,7 @@ from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.timeouts import check_timeout
 from scratchpad.server.datavault_routes import datavault_routes
 from scratchpad.server.files_routes import files_routes, upload_limit
+from scratchpad.server.forms_routes import forms_routes
 from scratchpad.server.frames import cell_frames
 from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
 from scratchpad.server.housekeeping import housekeeping
@@ -99,7 +102,9 @@ def create_app(
     garbage-collected while it runs), guarded by ``api_key``. Browsers may call it only from
     ``origin`` (the server's own); shutting down closes every pad (venvs are kept), then
     calls ``on_shutdown``."""
-    mcp_endpoint, mcp_sessions = streamable_http_app(create_mcp_server(manager, store))
+    forms = PendingForms()  # the forms the model asked for over MCP, filled in on a page
+    mcp_server = create_mcp_server(manager, store, forms=forms, link_for=_form_link(origin))
+    mcp_endpoint, mcp_sessions = streamable_http_app(mcp_server)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -115,6 +120,7 @@ def create_app(
                 on_shutdown()
 
     app = FastAPI(title="Scratchpad", version=__version__, lifespan=lifespan)
+    app.state.forms = forms  # for the page that fills a form in
     limit, uploads = manager.settings.max_request_bytes, upload_limit(manager.settings)
     app.add_middleware(Guard, api_key=api_key, limit=limit, streamed=uploads)
     app.add_middleware(EncodedNames)
@@ -127,11 +133,21 @@ def create_app(
     _read_routes(app, manager)
     pad_feed_routes(app, manager)
     vault_routes(app, manager)
-    datavault_routes(app, manager)
+    datavault_routes(app, manager, forms)
+    forms_routes(app, forms)
     files_routes(app, manager)
     web_routes(app)
     app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint))
     return app
+
+
+def _form_link(origin: str | None) -> Callable[[str], str] | None:
+    """How the MCP server links a person to a form's page, or None without an origin (no
+    page to link to). The seam for one-time login links: a form-scoped session's link goes
+    here."""
+    if not origin:
+        return None
+    return lambda form_id: f"{origin}/connect/{quote(form_id, safe='')}"
 
 
 def _error_handlers(app: FastAPI) -> None:

@@ -8,6 +8,11 @@ that form answers a plain 4xx before any stream starts. ``GET
 
 A client that goes away does not stop a probe: it runs to its verdict (a success is saved),
 and the submission's status says how it ended.
+
+A submission of a form the model asked for over MCP (a pending form, :mod:`scratchpad.connect.
+pending`) is checked against the stored spec, not the one the page sends, and its success
+completes that form. A request scoped to one form (:mod:`scratchpad.server.forms_routes`) may
+submit only that form and read only its submissions.
 """
 
 from __future__ import annotations
@@ -15,14 +20,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from pydantic import BaseModel, ConfigDict
 
 from scratchpad.connect.credentials import probe_provider, saved_submission
 from scratchpad.connect.flow import submission_events
+from scratchpad.connect.pending import PendingForms
 from scratchpad.connect.submissions import Submission, Submissions
 from scratchpad.llm.provider import Provider
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.server.forms_routes import check_scope, form_scope
 from scratchpad.server.sse import EventStream
 
 FINAL_EVENTS = frozenset({"response.completed", "response.failed"})
@@ -37,8 +44,10 @@ class SubmissionBody(BaseModel):
     form_spec: dict[str, Any]
 
 
-def datavault_routes(app: FastAPI, manager: ScratchpadManager) -> Submissions:
-    """Add the routes; the server's staged submissions."""
+def datavault_routes(
+    app: FastAPI, manager: ScratchpadManager, forms: PendingForms | None = None
+) -> Submissions:
+    """Add the routes; the server's staged submissions. ``forms``: the model's pending forms."""
     submissions = Submissions()
 
     def stream(
@@ -51,13 +60,20 @@ def datavault_routes(app: FastAPI, manager: ScratchpadManager) -> Submissions:
             settings=manager.settings,
             saved=saved,
         )
+        if forms is not None and forms.knows(submission.form_id):
+            events = forms.follow(submission.form_id, events)
         return EventStream(events, final_types=FINAL_EVENTS, named=True)
 
     @app.post("/v1/datavault/submissions")
-    async def submit(body: SubmissionBody) -> EventStream:
+    async def submit(body: SubmissionBody, request: Request) -> EventStream:
+        form_id = body.form_id if body.form_id is not None else body.form_spec.get("form_id")
+        check_scope(request, form_id)
+        spec = body.form_spec
+        if forms is not None and (form_scope(request) is not None or forms.knows(form_id)):
+            spec = forms.submission_spec(str(form_id), body.form_spec)  # the model's form
         provider = probe_provider(manager.settings)  # a bad model setting: before staging
         submission = submissions.stage(
-            body.form_spec,
+            spec,
             body.values,
             body.skipped,
             form_id=body.form_id,
@@ -66,11 +82,14 @@ def datavault_routes(app: FastAPI, manager: ScratchpadManager) -> Submissions:
         return stream(submission, provider)
 
     @app.get("/v1/datavault/submissions/{submission_id}")
-    async def submission(submission_id: str) -> dict[str, Any]:
-        return submissions.get(submission_id).describe()
+    async def submission(submission_id: str, request: Request) -> dict[str, Any]:
+        found = submissions.get(submission_id)
+        check_scope(request, found.form_id)
+        return found.describe()
 
     @app.post("/v1/datasources/{engine}/{name}/test")
-    async def test(engine: str, name: str) -> EventStream:
+    async def test(engine: str, name: str, request: Request) -> EventStream:
+        check_scope(request, None)  # a session for one form tests no saved connection
         provider = probe_provider(manager.settings)
         staged = await asyncio.to_thread(
             saved_submission, manager.vault, engine, name, submissions=submissions

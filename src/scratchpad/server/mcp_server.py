@@ -11,6 +11,7 @@ outputs are saved under one turn id, ``mcp``, so a later call can read them back
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
@@ -20,9 +21,11 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 
 from scratchpad import __version__
+from scratchpad.connect.pending import PendingForms
 from scratchpad.llm.messages import ImageBlock, TextBlock
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.server import mcp_credentials
 from scratchpad.tools.base import ToolDef, ToolOutcome
 from scratchpad.tools.builtin import builtin_registry
 from scratchpad.tools.context import ToolSessionContext
@@ -40,10 +43,20 @@ INSTRUCTIONS = (
 
 
 def create_mcp_server(
-    manager: ScratchpadManager, store: ObservationStore | None = None
+    manager: ScratchpadManager,
+    store: ObservationStore | None = None,
+    *,
+    forms: PendingForms | None = None,
+    link_for: Callable[[str], str] | None = None,
 ) -> Server[Any]:
-    """An MCP server over ``manager``'s pads (and ``store``'s observations, when given)."""
+    """An MCP server over ``manager``'s pads (and ``store``'s observations, when given).
+    With ``forms`` and ``link_for`` (a form id → the absolute URL of a one-time link to its
+    page) it offers ``request_credentials`` too (:mod:`scratchpad.server.mcp_credentials`)."""
     registry = builtin_registry(manager, store, images=False)
+    credentials = None
+    if forms is not None and link_for is not None:
+        wait_s = manager.settings.form_wait_s
+        credentials = mcp_credentials.CredentialsTool(forms, link_for, wait_s=wait_s)
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -53,16 +66,17 @@ def create_mcp_server(
         def description(tool: ToolDef) -> str:
             return now if tool.name == SCRATCHPAD else tool.description
 
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=t.name, description=description(t), input_schema=t.input_schema)
-                for t in registry.offered()
-            ]
-        )
+        tools = [
+            types.Tool(name=t.name, description=description(t), input_schema=t.input_schema)
+            for t in registry.offered()
+        ]
+        return types.ListToolsResult(tools=tools + ([credentials.tool()] if credentials else []))
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if credentials is not None and params.name == mcp_credentials.NAME:
+            return await credentials.call(ctx, params)
         progress = ProgressRelay(ctx)
         context = ToolSessionContext(
             manager=manager, store=store, turn_id=TURN_ID, on_progress=progress.put
@@ -76,7 +90,7 @@ def create_mcp_server(
     return Server(
         SERVER_NAME,
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (mcp_credentials.INSTRUCTIONS if credentials else ""),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

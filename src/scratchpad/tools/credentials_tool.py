@@ -176,9 +176,22 @@ def update_form_tool() -> ToolDef:
     return ToolDef(UPDATE_NAME, UPDATE_DESCRIPTION, UPDATE_SCHEMA, handle_update_form)
 
 
+def checked_request(tool_input: dict[str, Any]) -> dict[str, Any]:
+    """The form a request_credentials call describes, checked and normalised (nested JSON text
+    read back, a known engine's fields when none are given); InvalidInputError if it is not
+    one. Shared with the MCP edge, so both check a form the same way."""
+    return check_spec(_known_fields(_unnested(tool_input)))
+
+
+def variables_hint(spec: dict[str, Any]) -> str:
+    """The ``DS_*`` variables a saved connection of ``spec`` gives pads (``<NAME>`` open)."""
+    prefix = f"DS_{env_word(spec['engine'])}_<NAME>__"
+    return ", ".join(prefix + env_word(name) for name in _field_names(spec))
+
+
 async def handle_request_credentials(context: object, tool_input: dict[str, Any]) -> ToolOutcome:
     try:
-        spec = check_spec(_known_fields(_unnested(tool_input)))
+        spec = checked_request(tool_input)
     except InvalidInputError as exc:
         return _refused("The form was not shown", exc, REQUEST_NAME)
     return ToolOutcome(_form_reply(spec))
@@ -238,8 +251,7 @@ def _known_fields(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _form_reply(spec: dict[str, Any]) -> str:
-    prefix = f"DS_{env_word(spec['engine'])}_<NAME>__"
-    variables = ", ".join(prefix + env_word(name) for name in _field_names(spec))
+    variables = variables_hint(spec)
     methods = "; a method's fields only when it is the one chosen" if spec.get("methods") else ""
     return (
         "Put this block in your reply exactly as it is (it shows the form beside the chat and "

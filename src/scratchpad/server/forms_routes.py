@@ -1,0 +1,59 @@
+"""Forms the model asked for, as the page that fills one in sees them, and the form scope.
+
+``GET /v1/forms/{form_id}`` answers ``{"form_id", "spec", "status", "connection"}`` (the
+connection's engine, name and variable names once the form is completed; never a value).
+
+A request authenticated for one form only (a one-time link's browser session) carries
+``request.state.auth == "form:<form_id>"``; it may read that form and submit it, and read that
+form's submissions, nothing else (403 ``Forbidden``). A request without that attribute has
+full access (the bearer key).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from scratchpad.connect.pending import PendingForms
+from scratchpad.server.guard import error
+from scratchpad.vault.scrub import scrubber
+
+SCOPE_PREFIX = "form:"
+
+
+class OutOfScope(Exception):
+    """A request scoped to one form asked about another (answered 403 ``Forbidden``)."""
+
+
+def form_scope(request: Request) -> str | None:
+    """The one form this request may touch, or None when it has full access."""
+    auth = getattr(request.state, "auth", None)
+    if isinstance(auth, str) and auth.startswith(SCOPE_PREFIX):
+        return auth.removeprefix(SCOPE_PREFIX)
+    return None
+
+
+def check_scope(request: Request, form_id: object) -> None:
+    """Raise :class:`OutOfScope` unless this request may touch form ``form_id``."""
+    scope = form_scope(request)
+    if scope is not None and form_id != scope:
+        raise OutOfScope(
+            f"this session may only fill in form {scope!r}; open the link the model gave "
+            "for the other form, or use the API key"
+        )
+
+
+def forms_routes(app: FastAPI, forms: PendingForms) -> None:
+    """Add the route and the answer to an out-of-scope request."""
+
+    @app.exception_handler(OutOfScope)
+    async def out_of_scope(request: Request, exc: OutOfScope) -> JSONResponse:
+        return error(403, str(exc), "Forbidden")
+
+    @app.get("/v1/forms/{form_id}")
+    async def form(form_id: str, request: Request) -> dict[str, Any]:
+        check_scope(request, form_id)
+        described: dict[str, Any] = scrubber().scrub_data(forms.get(form_id).describe())
+        return described  # the model's text, scrubbed like every answer that may carry it
