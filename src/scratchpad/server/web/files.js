@@ -100,7 +100,9 @@ class FilesView {
     const isDir = entry.type === "dir";
     const name = isDir
       ? h("a", { href: dirHash(this.name, entry.path), class: "dir" }, `${entry.name}/`)
-      : h("a", { href: `${url}?download=1`, download: entry.name }, entry.name);
+      : // no `download` attribute: Chromium cancels such a download when the answer carries
+        // a sandboxing CSP; the server's attachment header makes it a download anyway
+        h("a", { href: `${url}?download=1` }, entry.name);
     const actions = h("td", { class: "row-actions" });
     if (!isDir && IMAGE.test(entry.name)) {
       actions.append(h("button", { type: "button", class: "small", onclick: () => this.show(entry, url) }, "Preview"));
