@@ -226,7 +226,17 @@ def test_pads_list_and_new_pad(page: Page, web_server: WebServer) -> None:
     expect(row.locator(".chip")).to_have_text(_one_of("idle", "stopped"))
     expect(row.locator("td").last).to_have_text("1")
     expect(page.locator("#server")).to_contain_text("server v")
-    screenshot(page, "pads")
+    sleeper = threading.Thread(
+        target=execute, args=(web_server, "busy one", "import time\ntime.sleep(4)")
+    )
+    sleeper.start()
+    try:
+        busy = page.locator("tr[data-pad='busy one'] .chip")
+        expect(busy).to_have_text(re.compile("^busy"), timeout=SLOW)
+        screenshot(page, "pads")
+    finally:
+        sleeper.join()
+    expect(busy).to_have_text(_one_of("idle"), timeout=SLOW)
     row.get_by_role("link").click()
     expect(page.locator(".pad-header h1")).to_have_text("données/2024")
     expect(page.locator(".cell .stdout")).to_have_text("hi")

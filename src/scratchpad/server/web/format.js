@@ -31,7 +31,8 @@ export function ago(epoch) {
   if (!epoch || !Number.isFinite(epoch)) return "—";
   const seconds = since(epoch);
   if (seconds < 5) return "just now";
-  if (seconds < 3600) return `${duration(Math.floor(seconds))} ago`;
+  if (seconds < 60) return `${Math.floor(seconds)} s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
   if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
   return new Date(epoch * 1000).toLocaleString();
 }
