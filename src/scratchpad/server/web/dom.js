@@ -1,0 +1,67 @@
+// Small DOM helpers: every text goes in as textContent, never as HTML.
+
+/**
+ * An element: `h("button", {class: "x", onclick: fn, "aria-label": "y"}, "text", child)`.
+ * Attributes starting with "on" become listeners; `null`/`false` attributes are skipped;
+ * strings among the children become text nodes.
+ */
+export function h(tag, attrs = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith("on") && typeof value === "function") {
+      element.addEventListener(key.slice(2), value);
+    } else if (key === "class") {
+      element.className = value;
+    } else if (key in element && typeof value !== "string") {
+      element[key] = value;
+    } else {
+      element.setAttribute(key, value === true ? "" : String(value));
+    }
+  }
+  append(element, children);
+  return element;
+}
+
+function append(element, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+/** Replace every child of `element`. */
+export function replace(element, ...children) {
+  element.replaceChildren();
+  append(element, children);
+}
+
+/** Ask a yes/no question in a modal dialog; resolves true when confirmed. */
+export function confirmDialog(title, message, action = "OK") {
+  return new Promise((resolve) => {
+    const done = (answer) => {
+      dialog.close();
+      dialog.remove();
+      resolve(answer);
+    };
+    const dialog = h(
+      "dialog",
+      { class: "confirm", "aria-labelledby": "confirm-title" },
+      h("h2", { id: "confirm-title" }, title),
+      h("p", {}, message),
+      h(
+        "div",
+        { class: "actions" },
+        h("button", { type: "button", onclick: () => done(false) }, "Cancel"),
+        h("button", { type: "button", class: "danger", onclick: () => done(true) }, action),
+      ),
+    );
+    dialog.addEventListener("cancel", (event) => {
+      event.preventDefault();
+      done(false);
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+    dialog.querySelector("button").focus();
+  });
+}

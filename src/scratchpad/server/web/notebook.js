@@ -1,0 +1,249 @@
+// The live notebook of one pad (#/pads/<name>). Everything on it comes from the pad's feed
+// (GET /v1/pads/{name}/events): a snapshot (then the recorded cells are read), then queued /
+// started / output / display / progress / cell / status frames, so a cell run by an agent
+// shows up exactly like one run from here. Cells are keyed by id: the stream of a cell run
+// from this page only fills in what the feed does not (it carries no output while the feed
+// is live), so nothing shows twice. Without a feed (an older server) the page polls.
+
+import { follow, getJSON, padPath, postStream, sendJSON } from "./api.js";
+import { CellView } from "./cellview.js";
+import { confirmDialog, h } from "./dom.js";
+import { cellEditor } from "./editor.js";
+import { padHeader } from "./padstatus.js";
+
+const POLL_MS = 3000;
+
+export function mount(root, params) {
+  const notebook = new Notebook(root, params.name);
+  return () => notebook.close();
+}
+
+class Notebook {
+  constructor(root, name) {
+    this.name = name;
+    this.views = new Map(); // cell id → CellView
+    this.live = false; // the feed has sent its snapshot and is open
+    this.pending = null; // frames that came while the recorded cells were read
+    this.closed = false;
+    this.aborts = new Set();
+    this.notice = h("div", { class: "notice", role: "status", "aria-live": "polite", hidden: true });
+    this.list = h("div", { class: "cells" });
+    this.empty = h("p", { class: "empty" }, "No cells yet: write one below and press Shift-Enter. The pad is created by its first run.");
+    this.editor = cellEditor((code) => this.run(code));
+    const download = h("a", { class: "button", href: `${padPath(name)}/notebook`, download: "" }, "Download .ipynb");
+    const reset = h("button", { type: "button", onclick: () => this.reset() }, "Reset");
+    const remove = h("button", { type: "button", class: "danger", onclick: () => this.remove() }, "Remove");
+    this.header = padHeader(name, "notebook", [download, reset, remove]);
+    root.replaceChildren(h("section", { class: "notebook" }, this.header.element, this.notice, this.empty, this.list, this.editor.element));
+    this.connect();
+  }
+
+  connect() {
+    this.stopFeed?.();
+    this.live = false;
+    let opened = false;
+    this.stopFeed = follow(
+      `${padPath(this.name)}/events`,
+      (frame) => {
+        opened = true;
+        this.onFrame(frame);
+      },
+      (event) => {
+        this.live = false;
+        if (event.target.readyState === EventSource.CLOSED || !opened) this.fallBack();
+      },
+    );
+  }
+
+  /** No feed here (or it failed): read the recorded cells now and every few seconds. */
+  fallBack() {
+    this.stopFeed?.();
+    this.stopFeed = null;
+    this.live = false;
+    if (this.poller || this.closed) return;
+    const poll = async () => {
+      await this.loadCells().catch((error) => this.say(error.message, true));
+      this.loadInfo();
+    };
+    poll();
+    this.poller = setInterval(poll, POLL_MS);
+  }
+
+  async loadInfo() {
+    const { pads } = await getJSON("/v1/pads").catch(() => ({ pads: [] }));
+    this.header.setInfo(pads.find((pad) => pad.name === this.name) || null);
+  }
+
+  /** The recorded cells, shown; a pad that does not exist yet has none. */
+  async loadCells() {
+    let cells = [];
+    try {
+      cells = (await getJSON(padPath(this.name))).cells;
+    } catch (error) {
+      if (error.status !== 404) throw error;
+    }
+    for (const cell of cells) this.view(cell).finish(cell);
+    this.empty.hidden = this.views.size > 0;
+    return cells;
+  }
+
+  onFrame(frame) {
+    if (!frame || typeof frame !== "object") return;
+    if (frame.type === "snapshot") return this.snapshot(frame);
+    if (this.pending) return void this.pending.push(frame);
+    this.apply(frame);
+  }
+
+  async snapshot(frame) {
+    this.pending = [];
+    this.header.setInfo(frame.pad || null);
+    try {
+      const recorded = await this.loadCells();
+      this.order(recorded, frame);
+    } catch (error) {
+      this.say(`Could not read the pad's cells: ${error.message}`, true);
+    }
+    const pending = this.pending;
+    this.pending = null;
+    this.live = true;
+    clearInterval(this.poller);
+    this.poller = null;
+    for (const queued of pending) this.apply(queued);
+  }
+
+  /** The page's cells in the snapshot's order: recorded, running, queued, then ours. */
+  order(recorded, frame) {
+    const ids = recorded.map((cell) => cell.id);
+    if (frame.running) {
+      const running = frame.running;
+      this.view(running).start(running.started_at, running);
+      ids.push(running.id);
+    }
+    for (const queued of frame.queued || []) {
+      this.view(queued);
+      ids.push(queued.id);
+    }
+    for (const [id, view] of this.views) {
+      if (!ids.includes(id) && (view.state !== "done" || view.ours)) ids.push(id);
+    }
+    this.list.replaceChildren(...ids.map((id) => this.views.get(id).element));
+    this.empty.hidden = ids.length > 0;
+  }
+
+  apply(frame) {
+    const id = frame.id ?? frame.cell?.id;
+    switch (frame.type) {
+      case "queued":
+        return void this.view(frame.cell);
+      case "started":
+        return this.view({ id }).start(frame.started_at);
+      case "output":
+        return this.views.get(id)?.output(frame.stream, frame.text);
+      case "display":
+        return this.views.get(id)?.display(frame.data);
+      case "progress":
+        return this.views.get(id)?.progress(frame.message);
+      case "cell":
+        return this.view(frame.cell).finish(frame.cell);
+      case "status":
+        return this.header.setInfo(frame.pad || null);
+      case "overflow":
+        return this.connect(); // the feed fell behind: a new snapshot sets everything right
+    }
+  }
+
+  /** The cell's view, made (and added at the end) when it is new. */
+  view(cell) {
+    let view = this.views.get(cell.id);
+    if (!view) {
+      view = new CellView(this.name, cell, (id) => this.cancel(id));
+      this.views.set(cell.id, view);
+      this.list.append(view.element);
+      this.empty.hidden = true;
+    } else if (cell.code) {
+      view.setCode(cell.code, cell.description);
+    }
+    return view;
+  }
+
+  async run(code) {
+    const id = newId();
+    const view = this.view({ id, code, description: "" });
+    view.ours = true;
+    this.editor.area.value = "";
+    view.element.scrollIntoView({ block: "nearest" });
+    if (!this.live) view.start(Date.now() / 1000);
+    const abort = new AbortController();
+    this.aborts.add(abort);
+    const body = { name: this.name, code, id, stream_output: true, on_disconnect: "continue" };
+    try {
+      await postStream("/scratchpad/execute-stream", body, ({ data }) => this.ownFrame(view, data), abort.signal);
+    } catch (error) {
+      if (!abort.signal.aborted) view.fail(error.message);
+    } finally {
+      this.aborts.delete(abort);
+    }
+    if (!this.live && !this.closed) this.connect(); // the pad may have a feed now
+  }
+
+  ownFrame(view, frame) {
+    if (!frame || typeof frame !== "object") return;
+    if (frame.type === "cell") return view.finish(frame.cell);
+    if (frame.type === "error") return view.fail(frame.error);
+    if (this.live) return; // the feed shows this cell's output
+    if (view.state === "queued") view.start(Date.now() / 1000);
+    if (frame.type === "output") view.output(frame.stream, frame.text);
+    else if (frame.type === "display") view.display(frame.data);
+    else if (frame.type === "progress") view.progress(frame.message);
+  }
+
+  async cancel(id) {
+    try {
+      await sendJSON("/scratchpad/cancel", { name: this.name, id });
+    } catch (error) {
+      this.say(`Cancel failed: ${error.message}`, true);
+    }
+  }
+
+  async reset() {
+    const sure = await confirmDialog(`Reset ${this.name}?`, "The kernel restarts: every variable is lost. Recorded cells stay.", "Reset");
+    if (!sure) return;
+    try {
+      await sendJSON("/scratchpad/reset", { name: this.name });
+      this.say("The pad was reset: its variables are gone.");
+    } catch (error) {
+      this.say(`Reset failed: ${error.message}`, true);
+    }
+  }
+
+  async remove() {
+    const sure = await confirmDialog(`Remove ${this.name}?`, "Its kernel, its environment and every recorded cell are deleted. This cannot be undone.", "Remove");
+    if (!sure) return;
+    try {
+      await sendJSON("/scratchpad/cleanup", { name: this.name });
+      location.hash = "#/";
+    } catch (error) {
+      this.say(`Remove failed: ${error.message}`, true);
+    }
+  }
+
+  say(message, bad = false) {
+    this.notice.hidden = false;
+    this.notice.className = bad ? "notice bad" : "notice";
+    this.notice.textContent = message;
+  }
+
+  close() {
+    this.closed = true;
+    this.stopFeed?.();
+    clearInterval(this.poller);
+    this.header.destroy();
+    for (const abort of this.aborts) abort.abort();
+    for (const view of this.views.values()) view.destroy();
+  }
+}
+
+function newId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(6));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
