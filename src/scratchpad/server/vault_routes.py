@@ -18,6 +18,7 @@ from scratchpad.errors import ScratchpadError
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.guard import segment_name
 from scratchpad.vault.audit import DEFAULT_LIMIT
+from scratchpad.vault.engines import ENGINES, engine_form
 
 log = logging.getLogger(__name__)
 MAX_AUDIT_LIMIT = 10_000
@@ -64,6 +65,15 @@ def vault_routes(app: FastAPI, manager: ScratchpadManager) -> None:
 
 
 def _datasource_routes(app: FastAPI, manager: ScratchpadManager) -> None:
+    @app.get("/v1/datasources/engines")
+    async def engines() -> dict[str, Any]:
+        """The known engines and a ready form for each (for a client's "add connection")."""
+        listed = [
+            {"engine": e.name, "label": e.label, "logo": e.logo, "form": engine_form(e.name)}
+            for e in ENGINES.values()
+        ]
+        return {"engines": listed}
+
     @app.get("/v1/datasources")
     async def datasources() -> dict[str, Any]:
         return {"datasources": await asyncio.to_thread(manager.vault.list)}
