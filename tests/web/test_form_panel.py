@@ -67,6 +67,7 @@ def open_panel(page: Page, spec: dict[str, Any]) -> None:
         spec,
     )
     expect(page.locator(".fp-panel .fp-title")).to_have_text(spec["title"])
+    expect(page.locator(".fp-panel")).to_have_css("border-radius", "10px")  # form.css loaded
 
 
 def fill(page: Page, values: dict[str, str]) -> None:

@@ -8,7 +8,7 @@ import { BlockReader } from "./form/blocks.js";
 import { h, useStyles } from "./form/dom.js";
 import { FormPanel } from "./form/panel.js";
 
-useStyles("./vault.css");
+useStyles(new URL("./vault.css", import.meta.url));
 
 export const KEEP = "********"; // the vault's keep-sentinel: sent back, it keeps a secret
 const SAVE_ACTIONS = [

@@ -43,9 +43,12 @@ export function outLink(url, text, className) {
   return h("a", { href: url, target: "_blank", rel: "noopener noreferrer", class: className }, text);
 }
 
-/** Load a stylesheet of the web UI once (a `<link>`: the CSP allows files, not inline). */
+/**
+ * Load a stylesheet once (a `<link>`: the CSP allows files, not inline styles). Pass it
+ * resolved against the caller: `useStyles(new URL("./x.css", import.meta.url))`.
+ */
 export function useStyles(href) {
-  const url = new URL(href, import.meta.url).pathname;
+  const url = new URL(href, document.baseURI).pathname;
   if (document.querySelector(`link[rel="stylesheet"][href="${url}"]`)) return;
   document.head.append(h("link", { rel: "stylesheet", href: url }));
 }

@@ -11,7 +11,7 @@ import { initialValue, renderField } from "./fields.js";
 import { icon } from "./icons.js";
 import { clone, mergePatch } from "./patch.js";
 
-useStyles("./form.css");
+useStyles(new URL("./form.css", import.meta.url));
 
 export const SUBMIT_URL = "/v1/datavault/submissions";
 const DEFAULT_ACTIONS = [
