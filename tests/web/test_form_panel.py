@@ -319,3 +319,47 @@ def test_the_status_toast_dismisses_and_a_new_status_brings_it_back(page: Page) 
     expect(field.locator(".fp-msg-status")).to_have_text("Validating…")
     expect(field.locator(".fp-msg-warning")).to_have_text("Looks short")
     assert page.locator("[style]").count() == 0  # CSP: no inline styles anywhere
+
+
+def test_the_connect_page_says_when_its_form_cannot_be_opened(page: Page) -> None:
+    page.goto("/connect/fm_unknown0001")
+    notice = page.locator(".cn-notice")
+    expect(notice.locator("h1")).to_have_text("This form could not be opened")
+    expect(notice.locator("p")).not_to_be_empty()
+    expect(page.locator(".fp-panel")).to_have_count(0)
+
+
+def test_hostile_form_text_stays_text(page: Page) -> None:
+    hostile = {
+        **FORM,
+        "title": "<img src=x onerror=window.pwned=1>",
+        "subtitle": "<script>window.pwned=2</script>",
+        "help_url": "javascript:window.pwned=3",
+        "logo": "../../etc/passwd",
+        "logo_color": "red; background: url(https://example.com/x)",
+        "form_error": "<b>bold</b>",
+    }
+    open_panel(page, hostile)
+    panel = page.locator(".fp-panel")
+    expect(panel.locator(".fp-banner-error")).to_have_text("<b>bold</b>")
+    assert panel.locator("img, script, b, a").count() == 0
+    expect(panel.locator(".fp-logo svg")).to_have_attribute("data-icon", "key")
+    polluted = page.evaluate(
+        """async () => {
+            const { mergePatch } = await import("/static/form/patch.js");
+            const patch = JSON.parse('{"__proto__": {"polluted": 1}, "fields": {"__proto__": {}}}');
+            const merged = mergePatch({ form_id: "f" }, patch);
+            return [({}).polluted, Object.getPrototypeOf(merged) === Object.prototype,
+                    merged.fields.map((f) => f.name)];
+        }"""
+    )
+    assert polluted == [None, True, ["__proto__"]]
+    assert page.evaluate("window.pwned") is None
+
+
+def test_a_refused_submission_shows_the_servers_message(page: Page) -> None:
+    open_panel(page, {**FORM, "engine": "not an engine!"})
+    page.locator(".fp-panel [data-action='submit']").click()
+    banner = page.locator(".fp-panel .fp-banner-error")
+    expect(banner).to_contain_text("form_spec: engine")
+    expect(page.locator(".fp-panel [name='api_key']")).to_be_enabled()
