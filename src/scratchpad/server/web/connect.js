@@ -49,7 +49,7 @@ export async function open(root, formId) {
     const [title, text] = ENDED[form.status] || ["This form is closed", ""];
     return notice(root, title, text, connectionLine(form.connection));
   }
-  show(root, form.spec);
+  show(root, { ...form.spec, form_id: form.spec?.form_id || form.form_id || formId });
 }
 
 function show(root, spec) {
