@@ -50,6 +50,7 @@ async def prime_vault(manager: ScratchpadManager) -> None:
 def vault_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     _datasource_routes(app, manager)
     _grant_routes(app, manager)
+    _engine_routes(app)
 
     @app.get("/v1/vault/description")
     async def description() -> dict[str, str]:
@@ -65,15 +66,6 @@ def vault_routes(app: FastAPI, manager: ScratchpadManager) -> None:
 
 
 def _datasource_routes(app: FastAPI, manager: ScratchpadManager) -> None:
-    @app.get("/v1/datasources/engines")
-    async def engines() -> dict[str, Any]:
-        """The known engines and a ready form for each (for a client's "add connection")."""
-        listed = [
-            {"engine": e.name, "label": e.label, "logo": e.logo, "form": engine_form(e.name)}
-            for e in ENGINES.values()
-        ]
-        return {"engines": listed}
-
     @app.get("/v1/datasources")
     async def datasources() -> dict[str, Any]:
         return {"datasources": await asyncio.to_thread(manager.vault.list)}
@@ -139,3 +131,14 @@ def _grant_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         pad = segment_name(pad)
         await asyncio.to_thread(manager.vault.revoke, pad, engine, name)
         return await asyncio.to_thread(answer, pad)
+
+
+def _engine_routes(app: FastAPI) -> None:
+    @app.get("/v1/datasources/engines")
+    async def engines() -> dict[str, Any]:
+        """The known engines and a ready form for each (for a client's "add connection")."""
+        listed = [
+            {"engine": e.name, "label": e.label, "logo": e.logo, "form": engine_form(e.name)}
+            for e in ENGINES.values()
+        ]
+        return {"engines": listed}
