@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,10 +22,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(home: Path, cwd: Path, key: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """(url, process) of a server whose pads live in ``home`` and run in ``cwd``."""
+def running_server(
+    home: Path, cwd: Path, key: str, env: Mapping[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """(url, process) of a server whose pads live in ``home`` and run in ``cwd``; ``env``:
+    more variables for it (over this process's)."""
     port = free_port()
-    env = {**os.environ, "SCRATCHPAD_HOME": str(home), "SCRATCHPAD_API_KEY": key}
+    env = {**os.environ, **(env or {}), "SCRATCHPAD_HOME": str(home), "SCRATCHPAD_API_KEY": key}
     process = subprocess.Popen(
         [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)],
         env=env,

@@ -18,6 +18,7 @@ from scratchpad.errors import ScratchpadError
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.guard import segment_name
 from scratchpad.vault.audit import DEFAULT_LIMIT
+from scratchpad.vault.engines import ENGINES, engine_form
 
 log = logging.getLogger(__name__)
 MAX_AUDIT_LIMIT = 10_000
@@ -49,6 +50,7 @@ async def prime_vault(manager: ScratchpadManager) -> None:
 def vault_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     _datasource_routes(app, manager)
     _grant_routes(app, manager)
+    _engine_routes(app)
 
     @app.get("/v1/vault/description")
     async def description() -> dict[str, str]:
@@ -129,3 +131,14 @@ def _grant_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         pad = segment_name(pad)
         await asyncio.to_thread(manager.vault.revoke, pad, engine, name)
         return await asyncio.to_thread(answer, pad)
+
+
+def _engine_routes(app: FastAPI) -> None:
+    @app.get("/v1/datasources/engines")
+    async def engines() -> dict[str, Any]:
+        """The known engines and a ready form for each (for a client's "add connection")."""
+        listed = [
+            {"engine": e.name, "label": e.label, "logo": e.logo, "form": engine_form(e.name)}
+            for e in ENGINES.values()
+        ]
+        return {"engines": listed}

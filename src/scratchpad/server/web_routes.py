@@ -21,6 +21,12 @@ def web_routes(app: FastAPI) -> None:
     async def index() -> FileResponse:
         return _page("index.html")
 
+    @app.get("/connect/{form_id}", include_in_schema=False)
+    async def connect(form_id: str) -> FileResponse:
+        """A credential form a model asked for, on a page of its own (the page reads the
+        form's id from its path and loads it from ``/v1/forms/{form_id}``)."""
+        return _page("connect.html")
+
 
 def _page(name: str) -> FileResponse:
     """An HTML page, never cached: it names the scripts of this version."""

@@ -1,0 +1,365 @@
+"""The credential form panel in a real browser: the patch dialect merged as in Python, blocks
+found in text split anywhere, and forms submitted to a real server whose probe is a script
+(success, failure, needs_input, a field to fix), multi-method forms and the status toast."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from scratchpad.vault.forms import find_blocks, patch_block
+from tests.web.conftest import WebServer, screenshot
+from tests.web.probing import CELL, FAILURE, STATUS, SUCCESS, TOKEN, ProbeServer, call, probe_server
+
+VECTORS = json.loads(
+    (Path(__file__).parent.parent / "data" / "form_patch_vectors.json").read_text("utf-8")
+)["cases"]
+FORM = {
+    "form_id": "fm_test0001",
+    "engine": "http-api-key",
+    "title": "Connect the test service",
+    "subtitle": "A key for GET /me.",
+    "logo": "plug",
+    "fields": [
+        {"name": "base_url", "label": "Base URL", "type": "url", "required": True},
+        {"name": "api_key", "label": "API key", "type": "password", "required": True},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def probing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProbeServer]:
+    with probe_server(tmp_path_factory) as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def web_server(probing: ProbeServer) -> WebServer:
+    return probing.server
+
+
+@pytest.fixture
+def console(page: Page) -> list[str]:
+    """Every console message and page error of the test's page."""
+    seen: list[str] = []
+    page.on("console", lambda message: seen.append(message.text))
+    page.on("pageerror", lambda error: seen.append(str(error)))
+    return seen
+
+
+def open_panel(page: Page, spec: dict[str, Any]) -> None:
+    """A FormPanel on the server's page, as `window.panel`."""
+    page.goto("/")
+    page.evaluate(
+        """async (spec) => {
+            const { FormPanel } = await import("/static/form/panel.js");
+            const box = document.createElement("div");
+            box.id = "fp-test";
+            document.body.append(box);
+            window.panel = new FormPanel(box);
+            window.panel.setForm(spec);
+        }""",
+        spec,
+    )
+    expect(page.locator(".fp-panel .fp-title")).to_have_text(spec["title"])
+    expect(page.locator(".fp-panel")).to_have_css("border-radius", "10px")  # form.css loaded
+
+
+def fill(page: Page, values: dict[str, str]) -> None:
+    for name, value in values.items():
+        page.locator(f".fp-field[data-field='{name}'] .fp-input").fill(value)
+
+
+def assert_nowhere(page: Page, console: list[str], *values: str) -> None:
+    """No value in the page's markup, its inputs or text, or the console."""
+    html = page.content()
+    inputs = page.eval_on_selector_all("input, textarea, select", "els => els.map(e => e.value)")
+    text = page.locator("body").inner_text()
+    for value in values:
+        assert value not in html and value not in text and value not in console
+        assert all(value not in found for found in inputs)
+        assert all(value not in message for message in console)
+
+
+def test_the_patch_vectors_merge_in_the_browser_as_in_python(page: Page) -> None:
+    page.goto("/")
+    results = page.evaluate(
+        """async (cases) => {
+            const { mergePatch } = await import("/static/form/patch.js");
+            return cases.map(({ name, form, patch }) => {
+                const before = JSON.stringify([form, patch]);
+                const merged = mergePatch(form, patch);
+                return { name, merged, untouched: JSON.stringify([form, patch]) === before };
+            });
+        }""",
+        VECTORS,
+    )
+    assert len(results) == len(VECTORS) == 61
+    for case, result in zip(VECTORS, results, strict=True):
+        assert result["name"] == case["name"]
+        assert result["merged"] == case["expected"], case["name"]  # dicts: key order ignored
+        assert result["untouched"], case["name"]
+
+
+def test_blocks_are_found_in_text_split_anywhere(page: Page) -> None:
+    patch = patch_block({"form_id": "fm_x", "status_text": "Trying `psql`…", "fields": {"a": None}})
+    text = (
+        "Testing the connection…\n"
+        f"{patch}\n"
+        "Some prose, then code that is not ours:\n```python\nprint('```data-vault-form')\n```\n"
+        f"  {patch_block({'form_id': 'fm_x', '_is_probing': False})}\n"
+        "Done."
+    )
+    expected = [body for _, body in find_blocks(text)]
+    assert len(expected) == 2
+    page.goto("/")
+    results = page.evaluate(
+        """async (text) => {
+            const { BlockReader } = await import("/static/form/blocks.js");
+            const read = (pieces) => {
+                const reader = new BlockReader();
+                let prose = "";
+                const blocks = [];
+                for (const out of [...pieces.map((p) => reader.feed(p)), reader.end()]) {
+                    prose += out.prose;
+                    blocks.push(...out.blocks.map((b) => b.body));
+                }
+                return { prose, blocks };
+            };
+            const whole = read([text]);
+            const splits = [];
+            for (let i = 0; i <= text.length; i++) {
+                for (const j of [i, i + 1, i + 7]) {
+                    const got = read([text.slice(0, i), text.slice(i, j), text.slice(j)]);
+                    if (JSON.stringify(got) !== JSON.stringify(whole)) splits.push([i, j]);
+                }
+            }
+            return { whole, splits, chars: read([...text]) };
+        }""",
+        text,
+    )
+    assert results["whole"]["blocks"] == expected
+    assert results["splits"] == [] and results["chars"] == results["whole"]
+    prose = results["whole"]["prose"]
+    assert prose.startswith("Testing the connection…\n") and prose.endswith("Done.")
+    assert "print('```data-vault-form')" in prose and "fm_x" not in prose
+
+
+def test_a_form_probes_to_success_without_leaving_a_value_behind(
+    page: Page, probing: ProbeServer, console: list[str]
+) -> None:
+    probing.plays(STATUS, CELL, SUCCESS)
+    open_panel(page, FORM)
+    panel = page.locator(".fp-panel")
+    expect(panel.locator(".fp-logo svg")).to_have_attribute("data-icon", "plug")
+    password = panel.locator("input[name='api_key']")
+    expect(password).to_have_attribute("type", "password")
+    expect(password).to_have_attribute("autocomplete", "new-password")
+    fill(page, {"base_url": probing.service, "api_key": TOKEN})
+    probing.gate.hold()
+    try:
+        panel.locator("[data-action='submit']").click()
+        assert probing.gate.waiting.wait(60), "the probe never called the service"
+        expect(panel.locator(".fp-toast-text")).to_have_text("Calling the service")
+        expect(panel.locator(".fp-toast .fp-spinner")).to_be_visible()
+        for name in ("base_url", "api_key"):
+            expect(panel.locator(f"[name='{name}']")).to_be_disabled()
+        expect(panel.locator("[data-action='submit']")).to_be_disabled()
+        expect(panel.locator(".fp-step")).to_have_text(["Call GET /me"])
+        box = panel.bounding_box()
+        screenshot(page, "form")
+    finally:
+        probing.gate.release()
+    expect(panel.locator(".fp-success")).to_contain_text("The service answered as alice.")
+    expect(panel.locator(".fp-success-title")).to_have_text("Connected")
+    actions = panel.locator(".fp-actions button")
+    expect(actions).to_have_text(["Close", "View connections →"])
+    expect(panel.locator(".fp-toast")).to_have_count(0)
+    expect(panel.locator(".fp-prose")).to_contain_text("Saved as http-api-key/")
+    assert box and box["width"] > 0
+    assert page.evaluate("window.panel.typed.size") == 0  # typed values forgotten
+    assert_nowhere(page, console, TOKEN, probing.service)
+
+
+def test_a_failure_shows_its_banner_over_the_restored_grid(
+    page: Page, probing: ProbeServer, console: list[str]
+) -> None:
+    probing.plays(CELL, FAILURE)
+    open_panel(page, FORM)
+    panel = page.locator(".fp-panel")
+    fill(page, {"base_url": probing.service, "api_key": "wrong-key-123"})
+    panel.locator("[data-action='submit']").click()
+    expect(panel.locator(".fp-banner-error")).to_have_text("The service refused the key.")
+    expect(panel.locator(".fp-banner-warning")).to_have_text("Check the key and retry.")
+    for name in ("base_url", "api_key"):
+        expect(panel.locator(f"[name='{name}']")).to_be_enabled()
+    expect(panel.locator("[name='api_key']")).to_have_value("wrong-key-123")  # kept to edit
+    expect(panel.locator(".fp-step")).to_have_class("fp-step fp-step-ok")
+    assert not any("wrong-key-123" in message for message in console)
+    assert "wrong-key-123" not in page.content()
+
+
+def test_a_field_to_fix_then_a_field_to_add_then_success(page: Page, probing: ProbeServer) -> None:
+    open_panel(page, FORM)
+    panel = page.locator(".fp-panel")
+    fill(page, {"base_url": probing.service})
+    panel.locator("[data-action='submit']").click()  # api_key empty: the shape check says so
+    api_key = panel.locator(".fp-field[data-field='api_key']")
+    expect(api_key.locator(".fp-msg-error")).to_contain_text("required")
+    expect(api_key).to_have_class("fp-field fp-has-error")
+    expect(panel.locator(".fp-banner-error")).to_contain_text("need fixing")
+
+    extra = {"name": "workspace", "label": "Workspace", "type": "text", "required": True}
+    probing.plays(CELL, call("request_extra_field", fields=[extra], reason="Which workspace?"))
+    fill(page, {"api_key": TOKEN})
+    panel.locator("[data-action='submit']").click()
+    expect(panel.locator(".fp-subtitle")).to_have_text("Which workspace?")
+    expect(api_key.locator(".fp-msg-error")).to_have_count(0)  # cleared by the new round
+    workspace = panel.locator("input[name='workspace']")
+    expect(workspace).to_be_enabled()
+    expect(panel.locator("[name='api_key']")).to_have_value(TOKEN)  # kept for the next round
+
+    probing.plays(CELL, SUCCESS)
+    workspace.fill("analytics")
+    panel.locator("[data-action='submit']").click()
+    expect(panel.locator(".fp-success")).to_contain_text("The service answered as alice.")
+    assert TOKEN not in page.content()
+
+
+METHODS_FORM = {
+    "form_id": "fm_methods01",
+    "engine": "mail",
+    "title": "Connect mail",
+    "logo": "cloud",
+    "fields": [{"name": "email", "label": "Email", "type": "text", "required": True}],
+    "methods": [
+        {
+            "id": "app_password",
+            "label": "App password",
+            "description": "A 16-character key.",
+            "recommended": True,
+            "help_url": "https://example.com/app-passwords",
+            "fields": [{"name": "app_password", "label": "App password", "type": "password"}],
+        },
+        {
+            "id": "service_account",
+            "label": "Service account",
+            "description": "Workspace only.",
+            "fields": [
+                {"name": "key_json", "label": "JSON key", "type": "textarea"},
+                {"name": "delegated", "label": "Delegated", "type": "boolean",
+                 "checkbox_label": "Domain-wide delegation"},
+                {"name": "scope", "label": "Scope", "type": "select",
+                 "options": [{"value": "read", "label": "Read"}, {"value": "all", "label": "All"}]},
+            ],
+        },
+    ],
+}  # fmt: skip
+
+
+def test_a_multi_method_form_keeps_typed_values_per_method(page: Page) -> None:
+    open_panel(page, METHODS_FORM)
+    panel = page.locator(".fp-panel")
+    cards = panel.locator(".fp-method-pick")
+    expect(cards).to_have_count(2)
+    expect(cards.nth(0).locator(".fp-pill")).to_have_text("Recommended")
+    expect(cards.nth(1).locator(".fp-pill")).to_have_count(0)
+    expect(panel.locator(".fp-method-help")).to_have_attribute(
+        "href", "https://example.com/app-passwords"
+    )
+    expect(panel.locator(".fp-field")).to_have_count(0)  # a method first
+    cards.nth(0).click()
+    expect(panel.locator(".fp-crumb-method")).to_have_text("App password")
+    fill(page, {"email": "a@example.com", "app_password": "abcd-efgh-ijkl"})
+    panel.locator(".fp-change").click()
+    panel.locator(".fp-method-pick[data-method='service_account']").click()
+    expect(panel.locator(".fp-crumb-method")).to_have_text("Service account")
+    expect(panel.locator("[name='email']")).to_have_value("a@example.com")  # shared
+    expect(panel.locator("textarea[name='key_json']")).to_have_value("")
+    expect(panel.locator(".fp-check-label")).to_have_text("Domain-wide delegation")
+    panel.locator("[name='key_json']").fill('{"type": "service_account"}')
+    panel.locator("[name='delegated']").check()
+    panel.locator("[name='scope']").select_option("all")
+    panel.locator(".fp-field[data-field='email'] .fp-skip").click()
+    expect(panel.locator("[name='email']")).to_be_disabled()
+    submission = page.evaluate("window.panel.collect()")
+    assert submission["values"] == {
+        "key_json": '{"type": "service_account"}', "delegated": "true", "scope": "all"
+    }  # fmt: skip
+    assert submission["skipped"] == ["email"]
+    assert submission["form_spec"]["auth_method"] == "service_account"
+    panel.locator(".fp-change").click()
+    panel.locator(".fp-method-pick[data-method='app_password']").click()
+    expect(panel.locator("[name='app_password']")).to_have_value("abcd-efgh-ijkl")
+    assert page.evaluate("localStorage.length + sessionStorage.length") == 0
+
+
+def test_the_status_toast_dismisses_and_a_new_status_brings_it_back(page: Page) -> None:
+    open_panel(page, FORM)
+    toast = page.locator(".fp-toast")
+    expect(toast).to_have_count(0)
+    page.evaluate("window.panel.applyPatch({form_id: 'fm_test0001', status_text: 'Step one'})")
+    expect(toast).to_have_text("Step one×")
+    toast.locator(".fp-toast-close").click()
+    expect(toast).to_have_count(0)
+    page.evaluate("window.panel.applyPatch({form_id: 'fm_test0001', subtitle: 'Other'})")
+    expect(toast).to_have_count(0)  # the same status stays dismissed
+    page.evaluate("window.panel.applyPatch({form_id: 'fm_test0001', status_text: 'Step two'})")
+    expect(toast.locator(".fp-toast-text")).to_have_text("Step two")
+    page.evaluate(
+        "window.panel.applyPatch({form_id: 'fm_test0001', fields: {api_key: "
+        "{status: 'Validating…', warning: 'Looks short'}}})"
+    )
+    field = page.locator(".fp-field[data-field='api_key']")
+    expect(field.locator(".fp-msg-status")).to_have_text("Validating…")
+    expect(field.locator(".fp-msg-warning")).to_have_text("Looks short")
+    assert page.locator("[style]").count() == 0  # CSP: no inline styles anywhere
+
+
+def test_the_connect_page_says_when_its_form_cannot_be_opened(page: Page) -> None:
+    page.goto("/connect/fm_unknown0001")
+    notice = page.locator(".cn-notice")
+    expect(notice.locator("h1")).to_have_text("This form could not be opened")
+    expect(notice.locator("p")).not_to_be_empty()
+    expect(page.locator(".fp-panel")).to_have_count(0)
+
+
+def test_hostile_form_text_stays_text(page: Page) -> None:
+    hostile = {
+        **FORM,
+        "title": "<img src=x onerror=window.pwned=1>",
+        "subtitle": "<script>window.pwned=2</script>",
+        "help_url": "javascript:window.pwned=3",
+        "logo": "../../etc/passwd",
+        "logo_color": "red; background: url(https://example.com/x)",
+        "form_error": "<b>bold</b>",
+    }
+    open_panel(page, hostile)
+    panel = page.locator(".fp-panel")
+    expect(panel.locator(".fp-banner-error")).to_have_text("<b>bold</b>")
+    assert panel.locator("img, script, b, a").count() == 0
+    expect(panel.locator(".fp-logo svg")).to_have_attribute("data-icon", "key")
+    polluted = page.evaluate(
+        """async () => {
+            const { mergePatch } = await import("/static/form/patch.js");
+            const patch = JSON.parse('{"__proto__": {"polluted": 1}, "fields": {"__proto__": {}}}');
+            const merged = mergePatch({ form_id: "f" }, patch);
+            return [({}).polluted, Object.getPrototypeOf(merged) === Object.prototype,
+                    merged.fields.map((f) => f.name)];
+        }"""
+    )
+    assert polluted == [None, True, ["__proto__"]]
+    assert page.evaluate("window.pwned") is None
+
+
+def test_a_refused_submission_shows_the_servers_message(page: Page) -> None:
+    open_panel(page, {**FORM, "engine": "not an engine!"})
+    page.locator(".fp-panel [data-action='submit']").click()
+    banner = page.locator(".fp-panel .fp-banner-error")
+    expect(banner).to_contain_text("form_spec: engine")
+    expect(page.locator(".fp-panel [name='api_key']")).to_be_enabled()
