@@ -23,6 +23,8 @@ from scratchpad.connect.flow import submission_events
 from scratchpad.connect.submissions import Submission, Submissions
 from scratchpad.llm.provider import Provider
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.server.openapi import answers, sse
+from scratchpad.server.schemas import SUBMISSION_EVENTS, SubmissionInfo, VaultPath
 from scratchpad.server.sse import EventStream
 
 FINAL_EVENTS = frozenset({"response.completed", "response.failed"})
@@ -53,7 +55,7 @@ def datavault_routes(app: FastAPI, manager: ScratchpadManager) -> Submissions:
         )
         return EventStream(events, final_types=FINAL_EVENTS, named=True)
 
-    @app.post("/v1/datavault/submissions")
+    @app.post("/v1/datavault/submissions", **sse(SUBMISSION_EVENTS, 400, 422, named=True))
     async def submit(body: SubmissionBody) -> EventStream:
         provider = probe_provider(manager.settings)  # a bad model setting: before staging
         submission = submissions.stage(
@@ -65,12 +67,14 @@ def datavault_routes(app: FastAPI, manager: ScratchpadManager) -> Submissions:
         )
         return stream(submission, provider)
 
-    @app.get("/v1/datavault/submissions/{submission_id}")
+    @app.get("/v1/datavault/submissions/{submission_id}", **answers(SubmissionInfo, 404))
     async def submission(submission_id: str) -> dict[str, Any]:
         return submissions.get(submission_id).describe()
 
-    @app.post("/v1/datasources/{engine}/{name}/test")
-    async def test(engine: str, name: str) -> EventStream:
+    @app.post(
+        "/v1/datasources/{engine}/{name}/test", **sse(SUBMISSION_EVENTS, 400, 404, named=True)
+    )
+    async def test(engine: VaultPath, name: VaultPath) -> EventStream:
         provider = probe_provider(manager.settings)
         staged = await asyncio.to_thread(
             saved_submission, manager.vault, engine, name, submissions=submissions
