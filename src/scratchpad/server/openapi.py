@@ -160,7 +160,9 @@ def document(app: FastAPI) -> dict[str, Any]:
     schemas = components.setdefault("schemas", {})
     for name in ("HTTPValidationError", "ValidationError"):  # our 422s answer ErrorBody
         schemas.pop(name, None)
-    schemas.update(model_schemas())
+    for name, schema in model_schemas().items():
+        if schemas.setdefault(name, schema) != schema:
+            raise ValueError(f"two models in the document are named {name}: rename one")
     components["securitySchemes"] = {
         "bearer": {"type": "http", "scheme": "bearer", "description": "The server's API key."}
     }
