@@ -1,7 +1,8 @@
 """The ASGI app: the remote-backend protocol (``/scratchpad/*``), read endpoints (``/v1/*``),
 MCP over streamable HTTP (``/mcp``) and ``/healthz``. Every route but ``/healthz`` needs the
-bearer key; every failure answers a 4xx/5xx JSON body ``{"error": ..., "type": ...}`` that says
-what was wrong (MCP answers in its own protocol once past the key check).
+bearer key or a browser session (``guard.py``, ``login_routes.py``); every failure answers a
+4xx/5xx JSON body ``{"error": ..., "type": ...}`` that says what was wrong (MCP answers in its
+own protocol once past the key check).
 """
 
 from __future__ import annotations
@@ -38,10 +39,14 @@ from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id
 from scratchpad.runtime.cell import new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.timeouts import check_timeout
+from scratchpad.server.browser_auth import BrowserSessions
 from scratchpad.server.datavault_routes import datavault_routes
 from scratchpad.server.frames import cell_frames
 from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
+from scratchpad.server.headers import SecurityHeaders
+from scratchpad.server.hosts import OwnHosts
 from scratchpad.server.housekeeping import housekeeping
+from scratchpad.server.login_routes import login_routes
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
 from scratchpad.server.sse import EventStream
 from scratchpad.server.vault_routes import prime_vault, vault_routes
@@ -113,18 +118,23 @@ def create_app(
                 on_shutdown()
 
     app = FastAPI(title="Scratchpad", version=__version__, lifespan=lifespan)
-    app.add_middleware(Guard, api_key=api_key, limit=manager.settings.max_request_bytes)
+    sessions = BrowserSessions(manager.settings.session_ttl_s)  # app.state.browser_sessions
+    hosts = OwnHosts(origin, manager.settings.allowed_hosts)
+    limit = manager.settings.max_request_bytes
+    app.add_middleware(Guard, api_key=api_key, limit=limit, sessions=sessions, hosts=hosts)
     app.add_middleware(EncodedNames)
-    if origin:  # outermost, so preflights and refusals carry CORS headers too
+    if origin:  # outside the guard, so preflights and refusals carry CORS headers too
         app.add_middleware(
             CORSMiddleware, allow_origins=[origin], allow_methods=["*"], allow_headers=["*"]
         )
+    app.add_middleware(SecurityHeaders)  # outermost: on every answer, refusals too
     _error_handlers(app)
     _protocol_routes(app, manager)
     _read_routes(app, manager)
     vault_routes(app, manager)
     datavault_routes(app, manager)
     web_routes(app)
+    login_routes(app, sessions, origin)
     app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint))
     return app
 
