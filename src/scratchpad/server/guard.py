@@ -141,7 +141,7 @@ class Guard:
 
 def _unauthorized(path: str) -> Response:
     if not path.startswith(API_PREFIXES):
-        return login_needed()  # a page: a person reads it
+        return login_needed(path)  # a page: a person reads it
     refusal = error(
         401,
         "missing or wrong API key: send 'Authorization: Bearer <key>' (browsers: log in "

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 
 from scratchpad.server.browser_auth import (
@@ -20,7 +20,7 @@ from scratchpad.server.browser_auth import (
 )
 from scratchpad.server.guard import BEARER, error
 from scratchpad.server.hosts import link_base
-from scratchpad.server.pages import link_spent
+from scratchpad.server.pages import link_spent, logged_in
 
 COOKIE_RULES = "HttpOnly; SameSite=Strict; Path=/"  # no Secure: loopback is plain http
 
@@ -40,7 +40,7 @@ def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) ->
         found = sessions.redeem(token)
         if found is None:
             return link_spent()
-        response = RedirectResponse(found.next_path, status_code=303)
+        response = logged_in(found.next_path)
         response.headers["set-cookie"] = f"{SESSION_COOKIE}={found.session_id}; {COOKIE_RULES}"
         response.headers["cache-control"] = "no-store"
         return response
