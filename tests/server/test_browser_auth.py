@@ -18,7 +18,6 @@ from fastapi.responses import PlainTextResponse
 from typer.testing import CliRunner
 
 from scratchpad.cli.app import app as cli
-
 from scratchpad.config import Settings
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.app import create_app
