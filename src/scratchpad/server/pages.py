@@ -35,7 +35,7 @@ def login_needed(path: str) -> HTMLResponse:
     lines = ["This page needs a browser session.", HOW_TO_LOG_IN]
     if is_local_path(path):
         lines.append(f'Logged in already? <a href="{escape(path)}">Open this page again</a>.')
-    return html_page(401, "Log in to Scratchpad", *lines)
+    return html_page(401, "Log in", *lines)
 
 
 def logged_in(next_path: str) -> HTMLResponse:
