@@ -9,11 +9,10 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page
 
-from tests.web.conftest import WebServer, screenshot
+from tests.web.conftest import WebServer, login_link, screenshot
 
 # A request another page may send without a preflight (no-cors, no body), with the browser's
 # cookies: it would end the session. Its answer is opaque to the page either way.
@@ -33,17 +32,6 @@ def context(browser: Browser, web_server: WebServer) -> Iterator[BrowserContext]
     opened = browser.new_context(base_url=web_server.url, viewport={"width": 1280, "height": 800})
     yield opened
     opened.close()
-
-
-def login_link(web_server: WebServer, next_path: str = "/") -> str:
-    answer = httpx.post(
-        f"{web_server.url}/v1/login-links",
-        headers={"Authorization": f"Bearer {web_server.key}"},
-        json={"next": next_path},
-        timeout=10,
-    )
-    assert answer.status_code == 200, answer.text
-    return str(answer.json()["url"])
 
 
 @pytest.fixture
