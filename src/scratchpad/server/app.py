@@ -1,7 +1,8 @@
 """The ASGI app: the remote-backend protocol (``/scratchpad/*``), read endpoints (``/v1/*``),
 MCP over streamable HTTP (``/mcp``) and ``/healthz``. Every route but ``/healthz`` needs the
-bearer key; every failure answers a 4xx/5xx JSON body ``{"error": ..., "type": ...}`` that says
-what was wrong (MCP answers in its own protocol once past the key check).
+bearer key or a browser session (``guard.py``, ``login_routes.py``); every failure answers a
+4xx/5xx JSON body ``{"error": ..., "type": ...}`` that says what was wrong (MCP answers in its
+own protocol once past the key check).
 """
 
 from __future__ import annotations
@@ -40,12 +41,16 @@ from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id
 from scratchpad.runtime.cell import new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.timeouts import check_timeout
+from scratchpad.server.browser_auth import FORM_PREFIX, BrowserSessions
 from scratchpad.server.datavault_routes import datavault_routes
 from scratchpad.server.files_routes import files_routes, upload_limit
 from scratchpad.server.forms_routes import forms_routes
 from scratchpad.server.frames import cell_frames
 from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
+from scratchpad.server.headers import SecurityHeaders
+from scratchpad.server.hosts import OwnHosts, link_base
 from scratchpad.server.housekeeping import housekeeping
+from scratchpad.server.login_routes import login_routes
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
 from scratchpad.server.openapi import answers, api_docs, sse
 from scratchpad.server.pad_feed_routes import pad_feed_routes
@@ -119,7 +124,10 @@ def create_app(
     ``origin`` (the server's own); shutting down closes every pad (venvs are kept), then
     calls ``on_shutdown``."""
     forms = PendingForms()  # the forms the model asked for over MCP, filled in on a page
-    mcp_server = create_mcp_server(manager, store, forms=forms, link_for=_form_link(origin))
+    sessions = BrowserSessions(manager.settings.session_ttl_s)  # app.state.browser_sessions
+    mcp_server = create_mcp_server(
+        manager, store, forms=forms, link_for=_form_link(origin, sessions)
+    )
     mcp_endpoint, mcp_sessions = streamable_http_app(mcp_server)
 
     @asynccontextmanager
@@ -139,13 +147,17 @@ def create_app(
         title="Scratchpad", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None
     )
     app.state.forms = forms  # for the page that fills a form in
+    hosts = OwnHosts(origin, manager.settings.allowed_hosts)
     limit, uploads = manager.settings.max_request_bytes, upload_limit(manager.settings)
-    app.add_middleware(Guard, api_key=api_key, limit=limit, streamed=uploads)
+    app.add_middleware(
+        Guard, api_key=api_key, limit=limit, streamed=uploads, sessions=sessions, hosts=hosts
+    )
     app.add_middleware(EncodedNames)
-    if origin:  # outermost, so preflights and refusals carry CORS headers too
+    if origin:  # outside the guard, so preflights and refusals carry CORS headers too
         app.add_middleware(
             CORSMiddleware, allow_origins=[origin], allow_methods=["*"], allow_headers=["*"]
         )
+    app.add_middleware(SecurityHeaders)  # outermost: on every answer, refusals too
     _error_handlers(app)
     _protocol_routes(app, manager)
     _read_routes(app, manager)
@@ -156,17 +168,23 @@ def create_app(
     files_routes(app, manager)
     web_routes(app)
     api_docs(app)
+    login_routes(app, sessions, origin)
     app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint))
     return app
 
 
-def _form_link(origin: str | None) -> Callable[[str], str] | None:
-    """How the MCP server links a person to a form's page, or None without an origin (no
-    page to link to). The seam for one-time login links: a form-scoped session's link goes
-    here."""
+def _form_link(origin: str | None, sessions: BrowserSessions) -> Callable[[str], str] | None:
+    """How the MCP server links a person to a form's page: a one-time login link whose
+    session reaches that form only; None without an origin (no page to link to)."""
     if not origin:
         return None
-    return lambda form_id: f"{origin}/connect/{quote(form_id, safe='')}"
+    base = link_base(origin)
+
+    def link(form_id: str) -> str:
+        page = f"/connect/{quote(form_id, safe='')}"
+        return sessions.link(base, scope=f"{FORM_PREFIX}{form_id}", next_path=page)
+
+    return link
 
 
 def _error_handlers(app: FastAPI) -> None:

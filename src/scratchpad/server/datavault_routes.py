@@ -29,7 +29,8 @@ from scratchpad.connect.pending import PendingForms
 from scratchpad.connect.submissions import Submission, Submissions
 from scratchpad.llm.provider import Provider
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.server.forms_routes import check_scope, form_scope
+from scratchpad.server.browser_auth import form_scope
+from scratchpad.server.forms_routes import check_scope
 from scratchpad.server.openapi import answers, sse
 from scratchpad.server.schemas import SUBMISSION_EVENTS, SubmissionInfo, VaultPath
 from scratchpad.server.sse import EventStream
