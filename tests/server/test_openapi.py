@@ -21,6 +21,7 @@ from scratchpad.connect.submissions import Submissions
 from scratchpad.errors import PadClosedError
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.app import create_app
+from scratchpad.server.browser_auth import SESSION_COOKIE
 from scratchpad.server.frames import error_frame
 from scratchpad.server.guard import OPEN_PATHS
 from scratchpad.server.openapi import document
@@ -29,6 +30,7 @@ from tests.connect.services import http_form
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 NOT_API = {"/openapi.json", "/static"}  # the document itself; the web UI's files
+PAGES = {"/", "/docs", "/login", "/connect/{form_id}"}  # HTML for people, not API
 RICH_CELL = (
     "progress('half')\n"
     "print('out')\n"
@@ -129,7 +131,8 @@ def test_every_route_of_the_app_is_documented(manager: ScratchpadManager) -> Non
     for route in app.routes:
         if isinstance(route, APIRoute):
             if not route.include_in_schema:
-                continue  # the web UI's pages (/, /docs)
+                assert route.path in PAGES, f"{route.path} is hidden from the document"
+                continue
             path = route.path_format  # as OpenAPI writes it: {path}, not {path:path}
             documented = doc["paths"].get(path, {})
             missing += [f"{m} {path}" for m in route.methods or () if m.lower() not in documented]
@@ -138,14 +141,23 @@ def test_every_route_of_the_app_is_documented(manager: ScratchpadManager) -> Non
     assert not missing
 
 
+async def test_the_routes_left_out_are_pages(client: httpx.AsyncClient) -> None:
+    for path in PAGES:
+        answer = await client.get(path.replace("{form_id}", "fm_1"))
+        assert answer.headers["content-type"].startswith("text/html"), path
+
+
 def test_every_operation_declares_its_answers_and_the_key(manager: ScratchpadManager) -> None:
     doc = document(create_app(manager, api_key=KEY))
-    assert doc["components"]["securitySchemes"]["bearer"] == {
+    schemes = doc["components"]["securitySchemes"]
+    assert schemes["bearer"] == {
         "type": "http",
         "scheme": "bearer",
         "description": "The server's API key.",
     }
-    assert doc["security"] == [{"bearer": []}]
+    assert schemes["session"]["in"] == "cookie" and schemes["session"]["type"] == "apiKey"
+    assert schemes["session"]["name"] == SESSION_COOKIE
+    assert doc["security"] == [{"bearer": []}, {"session": []}]  # either one
     assert "HTTPValidationError" not in doc["components"]["schemas"]
     for path, item in doc["paths"].items():
         for method, operation in item.items():
@@ -154,7 +166,8 @@ def test_every_operation_declares_its_answers_and_the_key(manager: ScratchpadMan
             if path in OPEN_PATHS:
                 assert operation["security"] == [], where
             else:
-                assert "security" not in operation and "401" in responses, where
+                assert "security" not in operation, where
+                assert "401" in responses and "403" in responses, where
             for status, response in responses.items():
                 if status.startswith(("4", "5")):
                     schema = response["content"]["application/json"]["schema"]

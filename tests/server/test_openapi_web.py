@@ -171,8 +171,8 @@ async def test_info_of_a_dead_kernel_and_text_slices_validate(
     url = f"/v1/pads/p/cells/{cell['id']}/text"
     piece = checker.answer(await client.get(url, params={"offset": 2, "length": 3}), "GET", text)
     assert piece["text"] == "cde" and piece["total"] == len("abcdef\n")
-    for params, status in [({"field": "code"}, 400), ({"offset": "x"}, 422), ({"offset": -1}, 400)]:
-        answer = await client.get(url, params=params)
+    for query, status in [("field=code", 400), ("offset=x", 422), ("offset=-1", 400)]:
+        answer = await client.get(f"{url}?{query}")
         assert answer.status_code == status, answer.text
         checker.answer(answer, "GET", text)
     missing = await client.get("/v1/pads/p/cells/nothing/text")
@@ -266,3 +266,28 @@ async def test_forms_and_engines_validate(
     checker.answer(missing, "GET", path)
     engines = await client.get("/v1/datasources/engines")
     assert checker.answer(engines, "GET", "/v1/datasources/engines")["engines"]
+
+
+async def test_login_links_logout_and_browser_refusals_validate(
+    app: FastAPI, checker: Checker
+) -> None:
+    links, base = "/v1/login-links", "http://127.0.0.1"
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url=base) as browser:
+        made = await browser.post(links, headers=AUTH, json={"scope": "form:f1"})
+        assert checker.answer(made, "POST", links)["url"].startswith(f"{base}/login?token=")
+        assert made.headers["cache-control"] == "no-store"
+        for body, status in [({"next": "//elsewhere"}, 400), ({"scope": "x"}, 400),
+                             ({"more": 1}, 422)]:  # fmt: skip
+            answer = await browser.post(links, headers=AUTH, json=body)
+            assert answer.status_code == status, answer.text
+            checker.answer(answer, "POST", links)
+        login = await browser.get("/login", params={"token": made.json()["url"].split("=")[-1]})
+        assert login.status_code == 200 and browser.cookies  # a session of form f1 only
+        for method, url, path in [("GET", "/v1/pads", "/v1/pads"), ("POST", links, links),
+                                  ("POST", "/logout", "/logout")]:  # fmt: skip
+            refused = await browser.request(method, url)  # outside its form; no Origin
+            assert refused.status_code == 403, (url, refused.text)
+            checker.answer(refused, method, path)
+        out = await browser.post("/logout", headers={"Origin": base})
+        assert checker.answer(out, "POST", "/logout") == {"ok": True}

@@ -10,7 +10,8 @@ Route modules declare their answers in one line with :func:`answers` / :func:`ss
 
 Answers are documented, never validated (``response_model=None``): validating a pad's cells
 again on every call would cost the execute path. The document adds what every route of a
-guarded path answers anyway: 401 (no key), 413 (a body over the limit) and 500.
+guarded path answers anyway: 401 (no key, no session), 403 (a browser session refused),
+413 (a body over the limit) and 500; the open paths but ``/healthz`` may answer 403 too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from fastapi.responses import FileResponse, Response
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from scratchpad.server.browser_auth import SESSION_COOKIE
 from scratchpad.server.guard import OPEN_PATHS
 from scratchpad.server.schemas import ErrorBody
 from scratchpad.server.web_routes import WEB_DIR
@@ -32,8 +34,11 @@ from scratchpad.server.web_routes import WEB_DIR
 SCHEMAS = "#/components/schemas/"
 ERROR_TEXTS = {
     400: "Bad input: the message says what to change.",
-    401: "Missing or wrong API key: send 'Authorization: Bearer <key>'.",
-    403: "This browser session may not do that (a form's link reaches only its form).",
+    401: "Missing or wrong API key, and no live browser session: send 'Authorization: Bearer "
+    "<key>' (browsers: log in with a link from `scratchpad login`).",
+    403: "Refused to a browser (requests without the key): a Host that is not this server's, "
+    "a change sent with the session cookie from another site's page, or a form's session "
+    "outside its form.",
     404: "No such pad, cell, file, form, connection or submission.",
     405: "Method not allowed on this route.",
     409: "A conflict the message names: the pad was closed or removed meanwhile (start it "
@@ -47,10 +52,22 @@ ERROR_TEXTS = {
 DESCRIPTION = (
     "Persistent Python pads over HTTP: the remote-backend protocol (`/scratchpad/*`), read "
     "endpoints and the vault (`/v1/*`), MCP at `/mcp`. Every route but `/healthz` needs "
-    '`Authorization: Bearer <key>`. Errors answer `{"error": ..., "type": ...}`. Streams '
-    "are server-sent events: `data: <json>` frames (and `: ping` comments) separated by a "
-    "blank line."
+    "`Authorization: Bearer <key>`, or a browser session: the cookie a one-time login link "
+    "sets (`scratchpad login`; `POST /v1/login-links`). Errors answer "
+    '`{"error": ..., "type": ...}`. Streams are server-sent events: `data: <json>` frames '
+    "(and `: ping` comments) separated by a blank line."
 )
+SECURITY_SCHEMES: dict[str, Any] = {
+    "bearer": {"type": "http", "scheme": "bearer", "description": "The server's API key."},
+    "session": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": SESSION_COOKIE,
+        "description": "A browser session, set by a login link (`GET /login?token=...`). "
+        "Requests with it must name this server in `Host`; changes (POST, PUT, DELETE) must "
+        "come from its own pages (`Origin`); a form's session reaches only that form.",
+    },
+}
 MCP_OPERATION: dict[str, Any] = {
     "summary": "MCP (streamable HTTP)",
     "description": "The Model Context Protocol endpoint (JSON-RPC 2.0 over streamable HTTP; "
@@ -61,6 +78,8 @@ TAGS = (  # (path prefix, tag): the first that matches groups an operation on /d
     ("/scratchpad/", "remote-backend protocol"),
     ("/v1/datavault/", "credential forms"),
     ("/v1/forms/", "credential forms"),
+    ("/v1/login-links", "browser sessions"),
+    ("/logout", "browser sessions"),
     ("/v1/pads/{pad}/grants", "vault"),
     ("/v1/pads/{name}/files", "files"),
     ("/v1/pads", "pads"),
@@ -194,10 +213,8 @@ def document(app: FastAPI) -> dict[str, Any]:
     for name, schema in model_schemas().items():
         if schemas.setdefault(name, schema) != schema:
             raise ValueError(f"two models in the document are named {name}: rename one")
-    components["securitySchemes"] = {
-        "bearer": {"type": "http", "scheme": "bearer", "description": "The server's API key."}
-    }
-    doc["security"] = [{"bearer": []}]
+    components["securitySchemes"] = SECURITY_SCHEMES
+    doc["security"] = [{name: []} for name in SECURITY_SCHEMES]  # either one
     return doc
 
 
@@ -212,6 +229,7 @@ def _complete(path: str, operation: dict[str, Any]) -> None:
         operation["security"] = []
     else:
         responses.setdefault("401", error_response(401))
+        responses.setdefault("403", error_response(403))
         if "requestBody" in operation:
             responses.setdefault("413", error_response(413))
         responses.setdefault("500", error_response(500))

@@ -122,6 +122,11 @@ class Ok(BaseModel):
     ok: Literal[True]
 
 
+class LoginLink(BaseModel):
+    url: str = Field(description="A one-time link: opening it logs a browser in.")
+    expires_at: float = Field(description="Epoch seconds: unused after that, it is void.")
+
+
 class CancelAnswer(BaseModel):
     ok: Literal[True]
     cancelled: bool = Field(description="False when there was nothing to cancel.")
