@@ -248,3 +248,18 @@ def test_the_manager_gives_a_pads_workspace(tmp_path: Path, settings: Settings) 
     )
     with pytest.raises(PadError, match="http://h:1"):
         ScratchpadManager(settings=remote).workspace_of("main")
+
+
+def test_parents_are_never_made_through_a_symbolic_link(
+    ws: Workspace, root: Path, tmp_path: Path
+) -> None:
+    """A directory swapped for a link between the path check and the creation of parents
+    (a cell racing an upload) makes the upload fail; nothing is created where it leads."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "swapped").symlink_to(outside)
+    with pytest.raises(NotADirectoryError):
+        ws._make_parents(Path("swapped/new"))
+    assert list(outside.iterdir()) == []
+    ws._make_parents(Path("plain/new"))
+    assert (root / "plain" / "new").is_dir()

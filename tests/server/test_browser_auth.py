@@ -399,3 +399,14 @@ def test_over_a_real_server_the_banner_and_scratchpad_login_give_working_links(
         part for part in (token, session, cli_cookie.split("=", 1)[1]) if part in output
     ]
     assert not secrets_shown, output
+
+
+async def test_a_decoy_cookie_of_another_page_does_not_lock_the_session_out(
+    client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    cookie = await log_in(client, app)
+    real = cookie["Cookie"]
+    tossed = {"Cookie": f"{COOKIE}=tossed-by-another-page; {real}"}  # the longer path first
+    assert (await client.get("/v1/pads", headers=tossed)).status_code == 200
+    only_decoy = {"Cookie": f"{COOKIE}=tossed-by-another-page"}
+    assert (await client.get("/v1/pads", headers=only_decoy)).status_code == 401

@@ -571,3 +571,11 @@ def test_is_secret_field(field: dict[str, Any], secret: bool) -> None:
 
 def test_field_types_are_the_documented_ones() -> None:
     assert FIELD_TYPES == ("text", "password", "url", "select", "textarea", "boolean")
+
+
+@pytest.mark.parametrize("form_id", [".", "..", "..."])
+def test_a_form_id_of_dots_only_is_refused(form_id: str) -> None:
+    """A browser normalises /connect/.. away: such a form's page could never open."""
+    spec = {"form_id": form_id, "engine": "pg", "title": "T", "fields": [{"name": "host"}]}
+    with pytest.raises(InvalidInputError, match="not only dots"):
+        check_spec(spec)

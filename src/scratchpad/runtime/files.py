@@ -81,7 +81,12 @@ class Workspace:
     # -- where a path leads -------------------------------------------------------------------
     def locate(self, rel: str) -> Path:
         """The real path ``rel`` (already clean) leads to, checked; it may not exist."""
-        real = Path(os.path.realpath(self.root / rel))
+        try:
+            real = Path(os.path.realpath(self.root / rel))
+        except OSError as exc:  # a link loop, or links changing while they are followed
+            raise WorkspaceConflictError(
+                f"{rel or TOP!r} cannot be followed ({exc.strerror}); try again"
+            ) from None
         self._check(real, rel)
         return real
 
@@ -186,7 +191,7 @@ class Workspace:
                 f"{rel!r} is a directory; a file cannot replace it (choose another name)"
             )
         try:
-            real.parent.mkdir(parents=True, exist_ok=True)
+            self._make_parents(real.parent.relative_to(self.root))
             file = AtomicFile(real)
         except (FileExistsError, NotADirectoryError):
             raise WorkspaceConflictError(
@@ -200,6 +205,27 @@ class Workspace:
             file.abort()
             raise
         return Upload(rel, file, limit)
+
+    def _make_parents(self, parents: Path) -> None:
+        """Create the directories ``parents`` (resolved, relative to the root) one at a time
+        from the root's descriptor, never through a symbolic link: one swapped in meanwhile
+        cannot send them elsewhere (it makes the upload fail instead)."""
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for part in parents.parts:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
+                flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+                try:
+                    child = os.open(part, flags, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno != errno.ELOOP:
+                        raise
+                    raise NotADirectoryError(exc.errno, "a symbolic link", part) from None
+                os.close(fd)
+                fd = child
+        finally:
+            os.close(fd)
 
     # -- deleting -----------------------------------------------------------------------------
     def delete(self, path: str) -> str:

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from starlette.requests import HTTPConnection
 
 from scratchpad.errors import InvalidInputError
+from scratchpad.vault.formcheck import FORM_ID_RE
 
 SESSION_COOKIE = "scratchpad_session"
 LOGIN_TTL_S = 600.0
 FULL = "all"
 FORM_PREFIX = "form:"
 MAX_PENDING = 1000  # unredeemed tokens kept at once; the oldest go first
-_FORM_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # as vault/formcheck.py FORM_ID_RE
+
 _NEXT = re.compile(r"/(?![/\\])[\x21-\x7e]*")  # a path on this server: no '//', no scheme
 
 
@@ -98,7 +99,7 @@ class BrowserSessions:
 
 def check_scope(scope: str) -> str:
     if scope == FULL or (
-        scope.startswith(FORM_PREFIX) and _FORM_ID.fullmatch(scope[len(FORM_PREFIX) :])
+        scope.startswith(FORM_PREFIX) and FORM_ID_RE.fullmatch(scope[len(FORM_PREFIX) :])
     ):
         return scope
     raise InvalidInputError(

@@ -105,14 +105,16 @@ class Guard:
         return None
 
     def _session(self, headers: dict[bytes, bytes]) -> str | None:
-        """The scope of the request's session cookie, if it names a live session."""
+        """The scope of the request's session cookie, if one names a live session. Every
+        cookie of that name is tried: another page of this host may have set a decoy with a
+        longer path, which the browser sends first."""
         cookies = headers.get(b"cookie")
         if not cookies:
             return None
         for pair in cookies.decode("latin-1").split(";"):
             name, _, value = pair.strip().partition("=")
-            if name == SESSION_COOKIE:
-                return self.sessions.scope_of(value)
+            if name == SESSION_COOKIE and (scope := self.sessions.scope_of(value)) is not None:
+                return scope
         return None
 
     async def _read_whole_body(self, receive: Receive) -> tuple[Receive, JSONResponse | None]:

@@ -30,7 +30,7 @@ MAX_OPTIONS = 200
 MAX_ACTIONS = 20
 MAX_SPEC_BYTES = 256 * 1024  # encoded as JSON
 MAX_DEPTH = 16
-FORM_ID_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+FORM_ID_RE = re.compile(r"(?!\.+$)[A-Za-z0-9_.-]{1,64}")  # not "." or "..": a URL segment
 COLOR_RE = re.compile(r"[A-Za-z0-9#(),.%\s-]{1,64}")  # a colour or var(--name); no url(), ';'
 PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 VALUE_KEYS = ("value", "values")
@@ -465,7 +465,7 @@ ACTION_RULES: dict[str, Check] = {
     "kind": _one_of(ACTION_KINDS),
 }
 TOP_RULES: dict[str, Check] = {
-    "form_id": _matching(FORM_ID_RE, "1 to 64 letters, digits, '_', '.' or '-'"),
+    "form_id": _matching(FORM_ID_RE, "1 to 64 letters, digits, '_', '.' or '-', not only dots"),
     "engine": _matching(NAME_RE, NAME_RULE),
     "title": _filled,
     "subtitle": _text,
