@@ -3,7 +3,7 @@
 // fills it in and submits it to the probe; on success the agent is told by the server.
 
 import { ApiError, getJSON } from "./api.js";
-import { h } from "./form/dom.js";
+import { h } from "./dom.js";
 import { FormPanel } from "./form/panel.js";
 
 export const DONE = "You can close this tab; the agent has been told.";

@@ -5,7 +5,7 @@
 
 import { getJSON, padPath, postStream, request, sendJSON } from "./api.js";
 import { BlockReader } from "./form/blocks.js";
-import { h, useStyles } from "./form/dom.js";
+import { h, useStyles } from "./dom.js";
 import { FormPanel } from "./form/panel.js";
 
 useStyles(new URL("./vault.css", import.meta.url));

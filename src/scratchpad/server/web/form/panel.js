@@ -6,7 +6,7 @@
 
 import { ApiError, postStream } from "../api.js";
 import { BlockReader, FORM_BLOCK } from "./blocks.js";
-import { h, outLink, useStyles } from "./dom.js";
+import { h, outLink, useStyles } from "../dom.js";
 import { initialValue, renderField } from "./fields.js";
 import { icon } from "./icons.js";
 import { clone, mergePatch } from "./patch.js";
