@@ -128,6 +128,14 @@ class Settings(BaseSettings):
         description="Largest file accepted by PUT /v1/pads/{name}/files/{path} (streamed to "
         "disk, never held in memory); larger uploads are refused with 413.",
     )
+    session_ttl_s: float = Field(
+        12 * 3600.0, gt=0, description="Lifetime of a browser session (from its login link)."
+    )
+    allowed_hosts: str = Field(
+        "",
+        description="More host[:port] names browsers may use for the server (comma-separated; "
+        "no port: any), beside its loopback addresses and the bound one.",
+    )
     http_keepalive_s: int = Field(
         75,
         ge=1,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.types import Message
 
 from scratchpad.config import Settings
 from scratchpad.runtime.manager import ScratchpadManager
@@ -191,14 +192,46 @@ async def test_the_key_is_required(client: httpx.AsyncClient, workspace: Path) -
 
 
 async def test_a_cells_file_is_listed_and_served(
-    files_client: tuple[httpx.AsyncClient, ScratchpadManager],
+    files_client: tuple[httpx.AsyncClient, ScratchpadManager], scratch: Path
 ) -> None:
-    """A real kernel writes into its working directory; the same file comes back over HTTP."""
+    """A real kernel writes into its working directory (``scratch/``: where the sandbox lets
+    it when the home is in the workspace); the same file comes back over HTTP."""
     client, manager = files_client
     pad = await manager.get_or_create("main")
-    cell = await pad.execute("open('from_cell.txt', 'w').write('made by a cell')")
+    cell = await pad.execute("open('scratch/from_cell.txt', 'w').write('made by a cell')")
     assert cell.status == "ok", cell.error
-    names = [e["name"] for e in (await client.get("/v1/pads/main/files")).json()["entries"]]
-    assert "from_cell.txt" in names
-    got = await client.get("/v1/pads/main/files/from_cell.txt")
+    listed = await client.get("/v1/pads/main/files", params={"path": "scratch"})
+    assert [e["name"] for e in listed.json()["entries"]] == ["from_cell.txt"]
+    got = await client.get("/v1/pads/main/files/scratch/from_cell.txt")
     assert got.text == "made by a cell"
+
+
+async def test_an_upload_cut_off_leaves_nothing(
+    files_client: tuple[httpx.AsyncClient, ScratchpadManager], workspace: Path
+) -> None:
+    """The client goes away mid-body: no file, no temp file, an answer nobody reads."""
+    client, _ = files_client
+    transport = client._transport
+    assert isinstance(transport, httpx.ASGITransport)
+    messages: list[Message] = [
+        {"type": "http.request", "body": b"partial", "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return messages.pop(0)
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    path = "/v1/pads/main/files/cut.bin"
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "PUT",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+        "root_path": "", "server": ("t", 80), "client": ("127.0.0.1", 1),
+        "headers": [(b"authorization", f"Bearer {KEY}".encode()), (b"content-length", b"100")],
+    }  # fmt: skip
+    await transport.app(scope, receive, send)
+    assert sent[0]["status"] == 400
+    assert sorted(p.name for p in workspace.iterdir()) == [".scratchpad"]

@@ -5,11 +5,11 @@ and the form scope of a one-form session."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -20,7 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.requests import Request
 
 from scratchpad.config import Settings
 from scratchpad.runtime.manager import ScratchpadManager
@@ -98,17 +98,35 @@ def texts(result: types.CallToolResult) -> str:
     return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
-async def fill_in(url: str, form_id: str, values: dict[str, str]) -> dict[str, Any]:
-    """What the person's browser does on the form's page: read the form, submit the values
-    (with the spec as the page has it), read the stream to its end."""
-    async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=60) as browser:
+async def person(url: str, link: str) -> tuple[str, httpx.Cookies]:
+    """A person's browser opening the one-time link: the form's id (from the page the link
+    goes on to) and the cookies of the session it gave, which may touch that form only."""
+    async with httpx.AsyncClient(timeout=60) as browser:  # no key: what the link gives
+        page = await browser.get(link)
+        assert page.status_code == 200, page.text
+        found = re.search(r'url=/connect/([^"]+)"', page.text)
+        assert found is not None, page.text
+        return found.group(1), browser.cookies
+
+
+async def fill_in(url: str, link: str, values: dict[str, str]) -> dict[str, Any]:
+    """What the person's browser does with the link: log in for this form only, read the
+    form, submit the values (with the spec as the page has it), read the stream to its end."""
+    form_id, cookies = await person(url, link)
+    async with httpx.AsyncClient(base_url=url, cookies=cookies, timeout=60) as browser:
+        assert (await browser.get("/v1/pads")).status_code == 403  # this form only
         form = (await browser.get(f"/v1/forms/{form_id}")).json()
         assert form["status"] == "open", form
         body = {"form_id": form_id, "form_spec": form["spec"], "values": values}
-        answer = await browser.post("/v1/datavault/submissions", json=body)
+        answer = await browser.post("/v1/datavault/submissions", json=body, headers={"origin": url})
     assert answer.status_code == 200, answer.text
     response: dict[str, Any] = sse(answer.text)[-1][1]["response"]
     return response
+
+
+def link_in(text: str, url: str) -> str:
+    """The one-time link a tool result gives."""
+    return next(word for word in text.split() if word.startswith(f"{url}/login?token="))
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])  # elicitation/create · InputRequiredResult
@@ -121,6 +139,7 @@ async def test_url_elicitation_completes_with_the_variable_names_and_no_value(
     notices: list[Any] = []
     notes: list[str | None] = []
     waiting = anyio.Event()
+    filled: list[str] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         notes.append(message)
@@ -128,10 +147,12 @@ async def test_url_elicitation_completes_with_the_variable_names_and_no_value(
 
     with bearer_service() as service:
 
-        async def browser(form_id: str) -> None:
+        async def browser(link: str) -> None:
             await waiting.wait()  # the person fills it in while the call waits
             values = {"base_url": service, "api_key": TOKEN}
-            assert (await fill_in(url, form_id, values))["status"] == "success"
+            response = await fill_in(url, link, values)
+            assert response["status"] == "success"
+            filled.append(response["form_id"])
 
         async with anyio.create_task_group() as people:
 
@@ -140,7 +161,7 @@ async def test_url_elicitation_completes_with_the_variable_names_and_no_value(
             ) -> types.ElicitResult:
                 asked.append(params)
                 assert isinstance(params, types.ElicitRequestURLParams)
-                people.start_soon(browser, params.url.rsplit("/", 1)[1])
+                people.start_soon(browser, params.url)
                 return types.ElicitResult(action="accept")
 
             async def on_message(message: Any) -> None:
@@ -158,8 +179,9 @@ async def test_url_elicitation_completes_with_the_variable_names_and_no_value(
     assert not result.is_error, texts(result)
     [params] = asked
     assert isinstance(params, types.ElicitRequestURLParams)
-    form_id = params.url.rsplit("/", 1)[1]
-    assert params.url == f"{url}/connect/{form_id}" and form_id.startswith("fm_")
+    assert params.url.startswith(f"{url}/login?token=")  # one-time, for this form only
+    [form_id] = filled
+    assert form_id.startswith("fm_")
     assert "Connect the test service" in params.message and "users" in params.message
     assert params.elicitation_id == (form_id if mode == "legacy" else None)  # gone in 2026
     assert notes and "Waiting for the person" in str(notes[0])
@@ -184,7 +206,7 @@ async def test_a_declined_form_is_answered_as_declined_and_takes_no_submission(
         ctx: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult:
         assert isinstance(params, types.ElicitRequestURLParams)
-        asked.append(params.url.rsplit("/", 1)[1])
+        asked.append(params.url)
         return types.ElicitResult(action="decline")
 
     for mode in ("legacy", "auto"):
@@ -193,7 +215,8 @@ async def test_a_declined_form_is_answered_as_declined_and_takes_no_submission(
         assert not result.is_error and "declined" in texts(result)
         assert "Do not ask for the secret in the chat" in texts(result)
     async with httpx.AsyncClient(base_url=url, headers=HEADERS) as http:
-        for form_id in asked:
+        for link in asked:
+            form_id, _ = await person(url, link)
             form = (await http.get(f"/v1/forms/{form_id}")).json()
             assert form["status"] == "declined" and form["connection"] is None
             body = {"form_id": form_id, "form_spec": form["spec"], "values": {}}
@@ -212,14 +235,13 @@ async def test_a_client_without_url_elicitation_gets_the_link_and_later_the_outc
             with anyio.fail_after(5):  # at once: nothing to wait for
                 first = await client.call_tool("request_credentials", http_form())
             text = texts(first)
-            link = next(word for word in text.split() if word.startswith(f"{url}/connect/"))
-            form_id = link.rsplit("/", 1)[1]
+            link = link_in(text, url)
+            form_id = text.split('{"form_id": "', 1)[1].split('"', 1)[0]
             assert "works once" in text and "own browser" in text
-            assert f'{{"form_id": "{form_id}"}}' in text
             still = await client.call_tool("request_credentials", {"form_id": form_id})
             assert "still open" in texts(still)
             values = {"base_url": service, "api_key": TOKEN}
-            assert (await fill_in(url, form_id, values))["status"] == "success"
+            assert (await fill_in(url, link, values))["status"] == "success"
             done = await client.call_tool("request_credentials", {"form_id": form_id})
             unknown = await client.call_tool("request_credentials", {"form_id": "fm_nope"})
             bad = await client.call_tool("request_credentials", {"engine": "x"})
@@ -235,7 +257,7 @@ async def test_a_pending_forms_submission_uses_the_stored_spec(
     url, _ = server
     async with mcp_client(url, Recording()) as client:
         text = texts(await client.call_tool("request_credentials", http_form()))
-    form_id = text.split(f"{url}/connect/", 1)[1].split()[0]
+    form_id, _ = await person(url, link_in(text, url))
     widened = http_form(form_id=form_id)
     widened["fields"] = [*widened["fields"], {"name": "extra"}]
     widened["fields"][1] = {"name": "api_key", "type": "text"}  # no longer a secret
@@ -255,39 +277,28 @@ async def test_a_pending_forms_submission_uses_the_stored_spec(
     assert form["status"] == "completed" and form["connection"]["variables"] == VARIABLES
 
 
-class AsForm:
-    """A request authenticated for one form only, as the browser-session middleware marks it."""
-
-    def __init__(self, app: ASGIApp, form_id: str) -> None:
-        self.app, self.form_id = app, form_id
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            scope.setdefault("state", {})["auth"] = f"form:{self.form_id}"
-        await self.app(scope, receive, send)
-
-
 async def test_a_one_form_session_reaches_only_its_form(
     settings: Settings, workspace: Path, tmp_path: Path
 ) -> None:
     probe = script(tmp_path / "p.json", FAILURE)
     settings = settings.model_copy(update={"probe_model": f"scripted:{probe}"})
     manager = ScratchpadManager(workspace=workspace, settings=settings)
-    app = create_app(manager, api_key=KEY, origin="http://127.0.0.1:1")
+    origin = "http://127.0.0.1:1"
+    app = create_app(manager, api_key=KEY, origin=origin)
     mine = app.state.forms.open(http_form()).form_id
     other = app.state.forms.open(http_form()).form_id
-    full = httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://t", headers=HEADERS
-    )
-    scoped = httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=AsForm(app, mine)), base_url="http://t", headers=HEADERS
-    )
+    token = app.state.browser_sessions.grant(f"form:{mine}", f"/connect/{mine}")
+    transport = httpx.ASGITransport(app=app)
+    full = httpx.AsyncClient(transport=transport, base_url="http://t", headers=HEADERS)
+    # a browser with the session of the form's one-time link: no key, its own origin
+    scoped = httpx.AsyncClient(transport=transport, base_url=origin, headers={"origin": origin})
     values = {"base_url": "http://127.0.0.1:9", "api_key": "not-the-key-1"}
 
     def submit(client: httpx.AsyncClient, **body: Any) -> Any:
         return client.post("/v1/datavault/submissions", json={"values": values, **body})
 
     try:
+        assert (await scoped.get(f"/login?token={token}")).status_code == 200
         stream = await submit(full, form_spec=http_form())
         foreign = sse(stream.text)[-1][1]["response"]["submission_id"]
         own = await submit(scoped, form_id=mine, form_spec={})
@@ -316,8 +327,8 @@ async def test_a_one_form_session_reaches_only_its_form(
 
 
 def test_check_scope_without_a_scope_is_full_access_and_with_one_only_its_form() -> None:
-    def request(**state: str) -> Any:
-        return SimpleNamespace(state=SimpleNamespace(**state))
+    def request(**state: str) -> Request:
+        return Request({"type": "http", "state": state})
 
     check_scope(request(), "fm_any")  # the attribute missing: the bearer key, full access
     check_scope(request(auth="key"), "fm_any")

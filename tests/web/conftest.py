@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
@@ -79,15 +80,26 @@ def web_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
         yield WebServer(url, key, home, workspace, process)
 
 
+def login_link(web_server: WebServer, next_path: str = "/") -> str:
+    """A one-time login link, asked for with the key as `scratchpad login` does."""
+    answer = httpx.post(
+        f"{web_server.url}/v1/login-links",
+        headers={"Authorization": f"Bearer {web_server.key}"},
+        json={"next": next_path},
+        timeout=10,
+    )
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["url"])
+
+
 @pytest.fixture
 def page(browser: Browser, web_server: WebServer) -> Iterator[Page]:
-    """A fresh browser context (no cookies) whose requests carry the server's key."""
-    context = browser.new_context(
-        base_url=web_server.url,
-        extra_http_headers={"Authorization": f"Bearer {web_server.key}"},
-        viewport={"width": 1280, "height": 800},
-    )
+    """A fresh browser context logged in as a person is: through a one-time login link,
+    so every request of the page carries the session cookie and never the key."""
+    context = browser.new_context(base_url=web_server.url, viewport={"width": 1280, "height": 800})
     opened = context.new_page()
+    opened.goto(login_link(web_server))
+    opened.wait_for_url(f"{web_server.url}/")
     yield opened
     context.close()
 

@@ -401,6 +401,24 @@ def serve(
         pass
 
 
+@app.command(cls=Command)
+def login(
+    open_: Annotated[bool, typer.Option("--open", help="Open the link in a browser.")] = False,
+    next_: Annotated[str, typer.Option("--next", help="The page to open, e.g. /.")] = "/",
+) -> None:
+    """Print a link that logs a browser in to the web UI (works once, for 10 minutes)."""
+    from scratchpad.cli.login import login_url, open_in_browser
+
+    try:
+        url = login_url(Settings.load(), next_)
+    except ScratchpadError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    console.print(url, markup=False)
+    if open_ and not open_in_browser(url):
+        fail("no browser could be started here: open the link above yourself")
+
+
 @app.command("mcp", cls=Command)
 def mcp_stdio() -> None:
     """Serve pads to an MCP client over stdin/stdout (e.g. Claude Desktop).

@@ -1,7 +1,8 @@
 """The ASGI app: the remote-backend protocol (``/scratchpad/*``), read endpoints (``/v1/*``),
 MCP over streamable HTTP (``/mcp``) and ``/healthz``. Every route but ``/healthz`` needs the
-bearer key; every failure answers a 4xx/5xx JSON body ``{"error": ..., "type": ...}`` that says
-what was wrong (MCP answers in its own protocol once past the key check).
+bearer key or a browser session (``guard.py``, ``login_routes.py``); every failure answers a
+4xx/5xx JSON body ``{"error": ..., "type": ...}`` that says what was wrong (MCP answers in its
+own protocol once past the key check).
 """
 
 from __future__ import annotations
@@ -40,24 +41,44 @@ from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id
 from scratchpad.runtime.cell import new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.timeouts import check_timeout
+from scratchpad.server.browser_auth import FORM_PREFIX, BrowserSessions
 from scratchpad.server.datavault_routes import datavault_routes
 from scratchpad.server.files_routes import files_routes, upload_limit
 from scratchpad.server.forms_routes import forms_routes
 from scratchpad.server.frames import cell_frames
 from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
+from scratchpad.server.headers import SecurityHeaders
+from scratchpad.server.hosts import OwnHosts, link_base
 from scratchpad.server.housekeeping import housekeeping
+from scratchpad.server.login_routes import login_routes
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
+from scratchpad.server.openapi import answers, api_docs, sse
 from scratchpad.server.pad_feed_routes import pad_feed_routes
+from scratchpad.server.schemas import (
+    EXECUTE_FRAMES,
+    CancelAnswer,
+    Cell,
+    InstallAnswer,
+    Notebook,
+    Ok,
+    PadCells,
+    PadList,
+    PadName,
+    PadPath,
+    ServerInfo,
+)
 from scratchpad.server.sse import EventStream
 from scratchpad.server.vault_routes import prime_vault, vault_routes
 from scratchpad.server.web_routes import web_routes
 
 log = logging.getLogger(__name__)
+MARKDOWN = {"type": "string", "description": "The pad as notebook markdown."}
+IPYNB = "application/x-ipynb+json"
 
 
 class PadRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")  # clients written elsewhere may send more
-    name: str
+    name: PadName
 
 
 class StartRequest(PadRequest):
@@ -103,7 +124,10 @@ def create_app(
     ``origin`` (the server's own); shutting down closes every pad (venvs are kept), then
     calls ``on_shutdown``."""
     forms = PendingForms()  # the forms the model asked for over MCP, filled in on a page
-    mcp_server = create_mcp_server(manager, store, forms=forms, link_for=_form_link(origin))
+    sessions = BrowserSessions(manager.settings.session_ttl_s)  # app.state.browser_sessions
+    mcp_server = create_mcp_server(
+        manager, store, forms=forms, link_for=_form_link(origin, sessions)
+    )
     mcp_endpoint, mcp_sessions = streamable_http_app(mcp_server)
 
     @asynccontextmanager
@@ -119,15 +143,21 @@ def create_app(
             if on_shutdown is not None:
                 on_shutdown()
 
-    app = FastAPI(title="Scratchpad", version=__version__, lifespan=lifespan)
+    app = FastAPI(
+        title="Scratchpad", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     app.state.forms = forms  # for the page that fills a form in
+    hosts = OwnHosts(origin, manager.settings.allowed_hosts)
     limit, uploads = manager.settings.max_request_bytes, upload_limit(manager.settings)
-    app.add_middleware(Guard, api_key=api_key, limit=limit, streamed=uploads)
+    app.add_middleware(
+        Guard, api_key=api_key, limit=limit, streamed=uploads, sessions=sessions, hosts=hosts
+    )
     app.add_middleware(EncodedNames)
-    if origin:  # outermost, so preflights and refusals carry CORS headers too
+    if origin:  # outside the guard, so preflights and refusals carry CORS headers too
         app.add_middleware(
             CORSMiddleware, allow_origins=[origin], allow_methods=["*"], allow_headers=["*"]
         )
+    app.add_middleware(SecurityHeaders)  # outermost: on every answer, refusals too
     _error_handlers(app)
     _protocol_routes(app, manager)
     _read_routes(app, manager)
@@ -137,17 +167,24 @@ def create_app(
     forms_routes(app, forms)
     files_routes(app, manager)
     web_routes(app)
+    api_docs(app)
+    login_routes(app, sessions, origin)
     app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint))
     return app
 
 
-def _form_link(origin: str | None) -> Callable[[str], str] | None:
-    """How the MCP server links a person to a form's page, or None without an origin (no
-    page to link to). The seam for one-time login links: a form-scoped session's link goes
-    here."""
+def _form_link(origin: str | None, sessions: BrowserSessions) -> Callable[[str], str] | None:
+    """How the MCP server links a person to a form's page: a one-time login link whose
+    session reaches that form only; None without an origin (no page to link to)."""
     if not origin:
         return None
-    return lambda form_id: f"{origin}/connect/{quote(form_id, safe='')}"
+    base = link_base(origin)
+
+    def link(form_id: str) -> str:
+        page = f"/connect/{quote(form_id, safe='')}"
+        return sessions.link(base, scope=f"{FORM_PREFIX}{form_id}", next_path=page)
+
+    return link
 
 
 def _error_handlers(app: FastAPI) -> None:
@@ -180,7 +217,7 @@ def _error_handlers(app: FastAPI) -> None:
 
 
 def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
-    @app.post("/scratchpad/start")
+    @app.post("/scratchpad/start", **answers(Ok, 400, 422))
     async def start(body: StartRequest) -> dict[str, Any]:
         pad = await manager.get_or_create(body.name)
         llm = PadLLM(
@@ -192,30 +229,30 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         await pad.configure_llm(llm)
         return {"ok": True}
 
-    @app.post("/scratchpad/reset")
+    @app.post("/scratchpad/reset", **answers(Ok, 400, 404, 409, 422))
     async def reset(body: PadRequest) -> dict[str, Any]:
         await (await _existing(manager, body.name)).reset()
         return {"ok": True}
 
-    @app.post("/scratchpad/close")
+    @app.post("/scratchpad/close", **answers(Ok, 400, 422))
     async def close(body: PadRequest) -> dict[str, Any]:
         await manager.close(body.name)
         return {"ok": True}
 
-    @app.post("/scratchpad/cancel")
+    @app.post("/scratchpad/cancel", **answers(CancelAnswer, 400, 404, 422))
     async def cancel(body: CancelRequest) -> dict[str, Any]:
         check_cell_id(body.id)
         if body.id is None and not manager.exists(body.name):
             raise PadNotFoundError(f"no pad named {body.name!r}; there is nothing to cancel")
         return {"ok": True, "cancelled": await manager.cancel(body.name, body.id)}
 
-    @app.post("/scratchpad/cleanup")
+    @app.post("/scratchpad/cleanup", **answers(Ok, 400, 422))
     async def cleanup(body: PadRequest) -> dict[str, Any]:
         if manager.exists(body.name):
             await manager.remove(body.name)
         return {"ok": True}
 
-    @app.post("/scratchpad/install")
+    @app.post("/scratchpad/install", **answers(InstallAnswer, 400, 409, 422))
     async def install(body: InstallRequest) -> dict[str, Any]:
         if not body.packages:
             return {"result": "No packages specified."}
@@ -226,7 +263,7 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             code = "timed out" if exc.exit_code is None else f"exit {exc.exit_code}"
             return {"result": f"Install failed ({code}): {exc.output or exc}"}
 
-    @app.post("/scratchpad/execute-stream")
+    @app.post("/scratchpad/execute-stream", **sse(EXECUTE_FRAMES, 400, 409, 422))
     async def execute_stream(body: ExecuteRequest) -> EventStream:
         timeout_s = None
         if body.timeout_s is not None:
@@ -278,11 +315,11 @@ def _interrupter(pad: ScratchpadRuntime, cell_id: str) -> Callable[[], None]:
 
 
 def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
-    @app.get("/healthz")
+    @app.get("/healthz", **answers(Ok))
     async def healthz() -> dict[str, Any]:
         return {"ok": True}
 
-    @app.get("/v1/server")
+    @app.get("/v1/server", **answers(ServerInfo))
     async def server() -> dict[str, Any]:
         """Who answers here: a cheap, authenticated identity check for clients."""
         return {
@@ -292,19 +329,19 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             **sandboxing.report(manager.settings),
         }
 
-    @app.get("/v1/pads")
+    @app.get("/v1/pads", **answers(PadList))
     async def pads() -> dict[str, Any]:
         listed = await manager.list_pads()
         return {"pads": [asdict(info) for info in listed]}
 
-    @app.get("/v1/pads/{name}")
-    async def pad_cells(name: str) -> Response:
+    @app.get("/v1/pads/{name}", **answers(PadCells, 400, 404))
+    async def pad_cells(name: PadPath) -> Response:
         name = segment_name(name)
         cells = list(await manager.peek(name).load_cells())
         return await _json(lambda: {"name": name, "cells": [cell.to_dict() for cell in cells]})
 
-    @app.get("/v1/pads/{name}/cells/{cell_id}")
-    async def pad_cell(name: str, cell_id: str) -> Response:
+    @app.get("/v1/pads/{name}/cells/{cell_id}", **answers(Cell, 400, 404))
+    async def pad_cell(name: PadPath, cell_id: str) -> Response:
         name = segment_name(name)
         cells = await manager.peek(name).load_cells()
         for cell in reversed(cells):
@@ -315,15 +352,15 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             "away from a long history)"
         )
 
-    @app.get("/v1/pads/{name}/dump")
-    async def pad_dump(name: str) -> Response:
+    @app.get("/v1/pads/{name}/dump", **answers(MARKDOWN, 400, 404, media_type="text/markdown"))
+    async def pad_dump(name: PadPath) -> Response:
         pad = manager.peek(segment_name(name))
         await pad.load_cells()
         markdown = await asyncio.to_thread(pad.dump)
         return Response(markdown, media_type="text/markdown; charset=utf-8")
 
-    @app.get("/v1/pads/{name}/notebook")
-    async def pad_notebook(name: str) -> Response:
+    @app.get("/v1/pads/{name}/notebook", **answers(Notebook, 400, 404, media_type=IPYNB))
+    async def pad_notebook(name: PadPath) -> Response:
         name = segment_name(name)
         pad = manager.peek(name)
         await pad.load_cells()

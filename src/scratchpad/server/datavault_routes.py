@@ -29,7 +29,10 @@ from scratchpad.connect.pending import PendingForms
 from scratchpad.connect.submissions import Submission, Submissions
 from scratchpad.llm.provider import Provider
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.server.forms_routes import check_scope, form_scope
+from scratchpad.server.browser_auth import form_scope
+from scratchpad.server.forms_routes import check_scope
+from scratchpad.server.openapi import answers, sse
+from scratchpad.server.schemas import SUBMISSION_EVENTS, SubmissionInfo, VaultPath
 from scratchpad.server.sse import EventStream
 
 FINAL_EVENTS = frozenset({"response.completed", "response.failed"})
@@ -64,7 +67,7 @@ def datavault_routes(
             events = forms.follow(submission.form_id, events)
         return EventStream(events, final_types=FINAL_EVENTS, named=True)
 
-    @app.post("/v1/datavault/submissions")
+    @app.post("/v1/datavault/submissions", **sse(SUBMISSION_EVENTS, 400, 403, 422, named=True))
     async def submit(body: SubmissionBody, request: Request) -> EventStream:
         form_id = body.form_id if body.form_id is not None else body.form_spec.get("form_id")
         check_scope(request, form_id)
@@ -81,14 +84,16 @@ def datavault_routes(
         )
         return stream(submission, provider)
 
-    @app.get("/v1/datavault/submissions/{submission_id}")
+    @app.get("/v1/datavault/submissions/{submission_id}", **answers(SubmissionInfo, 403, 404))
     async def submission(submission_id: str, request: Request) -> dict[str, Any]:
         found = submissions.get(submission_id)
         check_scope(request, found.form_id)
         return found.describe()
 
-    @app.post("/v1/datasources/{engine}/{name}/test")
-    async def test(engine: str, name: str, request: Request) -> EventStream:
+    @app.post(
+        "/v1/datasources/{engine}/{name}/test", **sse(SUBMISSION_EVENTS, 400, 403, 404, named=True)
+    )
+    async def test(engine: VaultPath, name: VaultPath, request: Request) -> EventStream:
         check_scope(request, None)  # a session for one form tests no saved connection
         provider = probe_provider(manager.settings)
         staged = await asyncio.to_thread(

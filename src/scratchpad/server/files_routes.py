@@ -19,12 +19,13 @@ from urllib.parse import quote
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from scratchpad.config import Settings
 from scratchpad.runtime.files import Upload, Workspace, workspace
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.server.guard import segment_name
+from scratchpad.server.guard import error, segment_name
 
 READ_CHUNK = 256 * 1024
 WRITE_BATCH = 1024 * 1024  # received bytes written to disk at a time
@@ -74,8 +75,13 @@ def files_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         try:
             await _receive(request, upload)
             created = await asyncio.to_thread(upload.commit)
+        except ClientDisconnect:  # nobody to answer; nothing was written
+            upload.abort()
+            return error(
+                400, "the upload was cut off; send the whole file again", "InvalidInputError"
+            )
         except BaseException:
-            upload.abort()  # quick (an unlink): also when the client went away
+            upload.abort()  # quick (an unlink)
             raise
         answer = {"path": upload.path, "size": upload.size}
         return JSONResponse(answer, status_code=201 if created else 200)

@@ -5,8 +5,7 @@ connection's engine, name and variable names once the form is completed; never a
 
 A request authenticated for one form only (a one-time link's browser session) carries
 ``request.state.auth == "form:<form_id>"``; it may read that form and submit it, and read that
-form's submissions, nothing else (403 ``Forbidden``). A request without that attribute has
-full access (the bearer key).
+form's submissions, nothing else (403 ``Forbidden``). Any other request has full access.
 """
 
 from __future__ import annotations
@@ -17,22 +16,13 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from scratchpad.connect.pending import PendingForms
+from scratchpad.server.browser_auth import form_scope
 from scratchpad.server.guard import error
 from scratchpad.vault.scrub import scrubber
-
-SCOPE_PREFIX = "form:"
 
 
 class OutOfScope(Exception):
     """A request scoped to one form asked about another (answered 403 ``Forbidden``)."""
-
-
-def form_scope(request: Request) -> str | None:
-    """The one form this request may touch, or None when it has full access."""
-    auth = getattr(request.state, "auth", None)
-    if isinstance(auth, str) and auth.startswith(SCOPE_PREFIX):
-        return auth.removeprefix(SCOPE_PREFIX)
-    return None
 
 
 def check_scope(request: Request, form_id: object) -> None:

@@ -1,22 +1,34 @@
-"""The server's gate, as plain ASGI: the bearer key on every HTTP request but the open paths,
-and the request-size limit. Plain ASGI because Starlette's ``BaseHTTPMiddleware`` costs a task
-group and a stream copy per request, a large share of a tiny cell's round trip. (CORS
-preflights are answered by the CORS middleware outside this one.)"""
+"""The server's gate, as plain ASGI: who sends a request (the bearer key, or a browser
+session's cookie), what a browser may do, and the request-size limit. Plain ASGI because
+Starlette's ``BaseHTTPMiddleware`` costs a task group and a stream copy per request, a large
+share of a tiny cell's round trip; the bearer path costs one key comparison, as before. (CORS
+preflights are answered by the CORS middleware outside this one.)
+
+Who it is goes to ``scope["state"]["auth"]`` (``request.state.auth``): ``"bearer"``, ``"all"``
+or ``"form:<id>"`` (see :mod:`scratchpad.server.browser_auth`); absent on an open path.
+Requests without the key must name the server in ``Host`` (DNS rebinding); cookie-carried
+state changes must come from the server's own pages (``Origin``, CSRF)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from urllib.parse import quote, unquote
 
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scratchpad.server.auth import authorized
+from scratchpad.server.browser_auth import FORM_PREFIX, SESSION_COOKIE, BrowserSessions
+from scratchpad.server.hosts import OwnHosts, same_origin
+from scratchpad.server.pages import login_needed
 from scratchpad.vault.scrub import scrub
 
-OPEN_PATHS = frozenset({"/healthz"})
+OPEN_PATHS = frozenset({"/healthz", "/login", "/logout"})
 OPEN_PREFIXES = ("/static/",)  # the web UI's files: code and styles, no data
 NAMED_PATHS = "/v1/pads/"  # below it, a path segment is a pad name that may hold '/'
+API_PREFIXES = ("/v1/", "/scratchpad/", "/mcp", "/openapi.json")  # JSON refusals; else HTML
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+BEARER = "bearer"
 
 
 class Guard:
@@ -30,11 +42,15 @@ class Guard:
         api_key: str,
         limit: int,
         streamed: Callable[[Scope], int | None] | None = None,
+        sessions: BrowserSessions | None = None,
+        hosts: OwnHosts | None = None,
     ) -> None:
         self.app = app
         self.api_key = api_key
         self.limit = limit
         self.streamed = streamed
+        self.sessions = sessions or BrowserSessions()
+        self.hosts = hosts or OwnHosts(None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -42,7 +58,7 @@ class Guard:
             return
         headers = dict(scope["headers"])
         own_limit = self.streamed(scope) if self.streamed is not None else None
-        refusal = self._refusal(scope["path"], headers, own_limit or self.limit)
+        refusal = self._refusal(scope, headers, own_limit or self.limit)
         if refusal is None and own_limit is None and b"content-length" not in headers:
             receive, refusal = await self._read_whole_body(receive)
         if refusal is not None:
@@ -50,20 +66,53 @@ class Guard:
             return
         await self.app(scope, receive, send)
 
-    def _refusal(self, path: str, headers: dict[bytes, bytes], limit: int) -> JSONResponse | None:
-        if path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
-            header = headers.get(b"authorization", b"").decode("latin-1")
-            if not authorized(header, self.api_key):
-                refusal = error(
-                    401,
-                    "missing or wrong API key: send 'Authorization: Bearer <key>'",
-                    "Unauthorized",
-                )
-                refusal.headers["www-authenticate"] = 'Bearer realm="scratchpad"'
+    def _refusal(self, scope: Scope, headers: dict[bytes, bytes], limit: int) -> Response | None:
+        header = headers.get(b"authorization", b"").decode("latin-1")
+        if authorized(header, self.api_key):
+            scope.setdefault("state", {})["auth"] = BEARER
+        else:
+            refusal = self._browser_refusal(scope, headers)
+            if refusal is not None:
                 return refusal
         length = headers.get(b"content-length", b"").decode("latin-1")
         if length.isdigit() and int(length) > limit:
             return self._too_large(length, limit)
+        return None
+
+    def _browser_refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> Response | None:
+        """A request without the key: a browser's, or anyone's. Without a session only the
+        open paths answer; those and every session's request must name this server in
+        Host; a session may do what its scope allows, state changes from the server's own
+        pages only."""
+        path: str = scope["path"]
+        if path == "/healthz":
+            return None
+        who = self._session(headers)
+        is_open = path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
+        if who is None and not is_open:
+            return _unauthorized(path)  # nothing to protect, whatever the Host
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not self.hosts.allows(host):
+            return error(403, self.hosts.refusal(host), "Forbidden")
+        if who is None:
+            return None
+        scope.setdefault("state", {})["auth"] = who
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        if scope["method"] in UNSAFE_METHODS and not same_origin(origin, host):
+            return _cross_site(origin)
+        if who.startswith(FORM_PREFIX) and not is_open:
+            return _form_refusal(who[len(FORM_PREFIX) :], scope["method"], path)
+        return None
+
+    def _session(self, headers: dict[bytes, bytes]) -> str | None:
+        """The scope of the request's session cookie, if it names a live session."""
+        cookies = headers.get(b"cookie")
+        if not cookies:
+            return None
+        for pair in cookies.decode("latin-1").split(";"):
+            name, _, value = pair.strip().partition("=")
+            if name == SESSION_COOKIE:
+                return self.sessions.scope_of(value)
         return None
 
     async def _read_whole_body(self, receive: Receive) -> tuple[Receive, JSONResponse | None]:
@@ -95,6 +144,47 @@ class Guard:
     def _too_large(self, length: str, limit: int) -> JSONResponse:
         message = f"request body of {length} bytes is over the {limit}-byte limit"
         return error(413, message, "InvalidInputError")
+
+
+def _unauthorized(path: str) -> Response:
+    if not path.startswith(API_PREFIXES):
+        return login_needed(path)  # a page: a person reads it
+    refusal = error(
+        401,
+        "missing or wrong API key: send 'Authorization: Bearer <key>' (browsers: log in "
+        "with the link `scratchpad login` prints)",
+        "Unauthorized",
+    )
+    refusal.headers["www-authenticate"] = 'Bearer realm="scratchpad"'
+    return refusal
+
+
+def _cross_site(origin: str) -> Response:
+    sender = f"a page at {origin[:100]!r}" if origin else "a request without an Origin header"
+    message = (
+        f"refused: {sender} tried to change something with this browser's session; only the "
+        "server's own pages may (API clients: send 'Authorization: Bearer <key>' instead)"
+    )
+    return error(403, message, "Forbidden")
+
+
+def _form_refusal(form_id: str, method: str, path: str) -> Response | None:
+    """What a session made for one credential form may reach: that form, and submitting it."""
+    reading = method in ("GET", "HEAD")
+    if reading and path in (f"/connect/{form_id}", f"/v1/forms/{form_id}"):
+        return None
+    if reading and path.startswith(f"/v1/forms/{form_id}/"):
+        return None
+    if method == "POST" and path == "/v1/datavault/submissions":
+        return None
+    submission = path.removeprefix("/v1/datavault/submissions/")
+    if reading and submission != path and submission and "/" not in submission:
+        return None
+    message = (
+        f"this browser session may only fill in form {form_id!r}; open the login link printed "
+        "by `scratchpad serve` for the rest"
+    )
+    return error(403, message, "Forbidden")
 
 
 def error(status: int, message: str, kind: str) -> JSONResponse:

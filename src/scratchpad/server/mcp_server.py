@@ -66,10 +66,7 @@ def create_mcp_server(
         def description(tool: ToolDef) -> str:
             return now if tool.name == SCRATCHPAD else tool.description
 
-        tools = [
-            types.Tool(name=t.name, description=description(t), input_schema=t.input_schema)
-            for t in registry.offered()
-        ]
+        tools = [mcp_tool(t, description(t)) for t in registry.offered()]
         return types.ListToolsResult(tools=tools + ([credentials.tool()] if credentials else []))
 
     async def call_tool(
@@ -93,6 +90,27 @@ def create_mcp_server(
         instructions=INSTRUCTIONS + (mcp_credentials.INSTRUCTIONS if credentials else ""),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+    )
+
+
+def mcp_tool(tool: ToolDef, description: str) -> types.Tool:
+    """A tool as MCP lists it: its schema, title and annotations (hints for clients)."""
+    hints = tool.hints
+    annotations = None
+    if hints is not None:
+        annotations = types.ToolAnnotations(
+            title=tool.title,
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
+            open_world_hint=hints.open_world,
+        )
+    return types.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=description,
+        input_schema=tool.input_schema,
+        annotations=annotations,
     )
 
 

@@ -20,6 +20,8 @@ from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.proctree import kill_orphans
 from scratchpad.server.app import create_app
 from scratchpad.server.auth import key_path, resolve_api_key
+from scratchpad.server.logfilter import hide_tokens
+from scratchpad.server.login_routes import login_link
 from scratchpad.server.state import (
     ServerRecord,
     ServingLock,
@@ -51,8 +53,8 @@ def check_binding(host: str, settings: Settings) -> None:
         )
 
 
-def banner(host: str, port: int, settings: Settings) -> str:
-    url = f"http://{host}:{port}"
+def banner(host: str, port: int, settings: Settings, login: str | None = None) -> str:
+    url = origin_of(host, port)
     where = "SCRATCHPAD_API_KEY" if settings.api_key else str(key_path(settings))
     lines = [
         f"Scratchpad serving on {url}",
@@ -60,8 +62,15 @@ def banner(host: str, port: int, settings: Settings) -> str:
         f"  MCP:     {url}/mcp (streamable HTTP, same key)",
         f"  health:  {url}/healthz   API docs: {url}/docs",
     ]
+    if login:
+        note = "(works once, for 10 minutes; `scratchpad login` makes more)"
+        lines[2:2] = [f"  web UI:  {login}", f"           {note}"]
     unsandboxed = sandboxing.warning(settings)
     return "\n".join(lines if unsandboxed is None else [*lines, unsandboxed])
+
+
+def origin_of(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -120,11 +129,11 @@ async def _serve_locked(host: str, sock: socket.socket, settings: Settings) -> N
             app = create_app(
                 manager,
                 api_key=api_key,
-                origin=f"http://{host}:{port}",
+                origin=origin_of(host, port),
                 store=store,
                 on_shutdown=lambda: clear_record(settings, pid),  # before uvicorn re-raises
             )
-            print(banner(host, port, settings), flush=True)
+            print(banner(host, port, settings, login_link(app)), flush=True)
             config = uvicorn.Config(
                 app,
                 host=host,
@@ -134,6 +143,7 @@ async def _serve_locked(host: str, sock: socket.socket, settings: Settings) -> N
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
                 timeout_keep_alive=settings.http_keepalive_s,  # uvicorn's 5 s raced clients
             )
+            hide_tokens()  # after uvicorn configured its loggers
             await PadServer(config, manager).serve(sockets=[sock])
     finally:
         clear_record(settings, pid)

@@ -17,6 +17,18 @@ from pydantic import BaseModel, ConfigDict
 from scratchpad.errors import ScratchpadError
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.guard import segment_name
+from scratchpad.server.openapi import answers
+from scratchpad.server.schemas import (
+    AuditLog,
+    Datasource,
+    DatasourceCheck,
+    DatasourceList,
+    Grants,
+    Ok,
+    PadPath,
+    VaultDescription,
+    VaultPath,
+)
 from scratchpad.vault.audit import DEFAULT_LIMIT
 from scratchpad.vault.engines import ENGINES, engine_form
 
@@ -52,13 +64,13 @@ def vault_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     _grant_routes(app, manager)
     _engine_routes(app)
 
-    @app.get("/v1/vault/description")
+    @app.get("/v1/vault/description", **answers(VaultDescription))
     async def description() -> dict[str, str]:
         """What the model is told of the credentials pads get (names only): for clients whose
         tools run elsewhere, such as `scratchpad mcp` over stdio."""
         return {"description": await asyncio.to_thread(manager.describe_credentials)}
 
-    @app.get("/v1/vault/audit")
+    @app.get("/v1/vault/audit", **answers(AuditLog, 422))
     async def audit(
         limit: Annotated[int, Query(ge=0, le=MAX_AUDIT_LIMIT)] = DEFAULT_LIMIT,
     ) -> dict[str, Any]:
@@ -66,15 +78,15 @@ def vault_routes(app: FastAPI, manager: ScratchpadManager) -> None:
 
 
 def _datasource_routes(app: FastAPI, manager: ScratchpadManager) -> None:
-    @app.get("/v1/datasources")
+    @app.get("/v1/datasources", **answers(DatasourceList))
     async def datasources() -> dict[str, Any]:
         return {"datasources": await asyncio.to_thread(manager.vault.list)}
 
-    @app.get("/v1/datasources/{engine}/{name}")
-    async def datasource(engine: str, name: str) -> dict[str, Any]:
+    @app.get("/v1/datasources/{engine}/{name}", **answers(Datasource, 400, 404))
+    async def datasource(engine: VaultPath, name: VaultPath) -> dict[str, Any]:
         return await asyncio.to_thread(manager.vault.record, engine, name)
 
-    @app.post("/v1/datasources/validate")
+    @app.post("/v1/datasources/validate", **answers(DatasourceCheck, 422))
     async def validate(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
         """What is wrong with a save of ``body`` (nothing is saved)."""
         vault = manager.vault
@@ -86,7 +98,7 @@ def _datasource_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         )
         return {"ok": not problems, "problems": problems, "engine": engine, "name": name}
 
-    @app.post("/v1/datasources")
+    @app.post("/v1/datasources", **answers(Datasource, 400, 422))
     async def save(body: DatasourceBody) -> dict[str, Any]:
         vault = manager.vault
 
@@ -96,8 +108,8 @@ def _datasource_routes(app: FastAPI, manager: ScratchpadManager) -> None:
 
         return await asyncio.to_thread(store)
 
-    @app.delete("/v1/datasources/{engine}/{name}")
-    async def delete(engine: str, name: str) -> dict[str, Any]:
+    @app.delete("/v1/datasources/{engine}/{name}", **answers(Ok, 400, 404))
+    async def delete(engine: VaultPath, name: VaultPath) -> dict[str, Any]:
         await asyncio.to_thread(manager.vault.delete, engine, name)
         return {"ok": True}
 
@@ -115,19 +127,19 @@ def _grant_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         granted = [{"engine": e, "name": n} for e, n in vault.grants(pad)]
         return {"pad": pad, "default": vault.settings.vault_default_grant, "connections": granted}
 
-    @app.get("/v1/pads/{pad}/grants")
-    async def grants(pad: str) -> dict[str, Any]:
+    @app.get("/v1/pads/{pad}/grants", **answers(Grants, 400))
+    async def grants(pad: PadPath) -> dict[str, Any]:
         return await asyncio.to_thread(answer, segment_name(pad))
 
-    @app.put("/v1/pads/{pad}/grants")
-    @app.post("/v1/pads/{pad}/grants")
-    async def grant(pad: str, body: GrantBody) -> dict[str, Any]:
+    @app.put("/v1/pads/{pad}/grants", **answers(Grants, 400, 404, 422))
+    @app.post("/v1/pads/{pad}/grants", **answers(Grants, 400, 404, 422))
+    async def grant(pad: PadPath, body: GrantBody) -> dict[str, Any]:
         pad = segment_name(pad)
         await asyncio.to_thread(manager.vault.grant, pad, body.engine, body.name)
         return await asyncio.to_thread(answer, pad)
 
-    @app.delete("/v1/pads/{pad}/grants/{engine}/{name}")
-    async def revoke(pad: str, engine: str, name: str) -> dict[str, Any]:
+    @app.delete("/v1/pads/{pad}/grants/{engine}/{name}", **answers(Grants, 400))
+    async def revoke(pad: PadPath, engine: VaultPath, name: VaultPath) -> dict[str, Any]:
         pad = segment_name(pad)
         await asyncio.to_thread(manager.vault.revoke, pad, engine, name)
         return await asyncio.to_thread(answer, pad)

@@ -1,7 +1,7 @@
 """Tools: definitions, the registry, and the built-in tools (echo, scratchpad,
 read_observation, read_image, shell), registered together by ``builtin_registry``."""
 
-from scratchpad.tools.base import ToolDef, ToolOutcome
+from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome
 from scratchpad.tools.builtin import ShellOptions, builtin_registry
 from scratchpad.tools.context import ScratchpadObserver, ToolSessionContext
 from scratchpad.tools.image_tool import read_image_tool
@@ -13,6 +13,7 @@ __all__ = [
     "ScratchpadObserver",
     "ShellOptions",
     "ToolDef",
+    "ToolHints",
     "ToolOutcome",
     "ToolRegistry",
     "ToolSessionContext",

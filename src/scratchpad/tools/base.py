@@ -38,9 +38,21 @@ Handler = Callable[[Any, dict[str, Any]], Awaitable[HandlerResult] | AsyncIterat
 
 
 @dataclass(frozen=True, slots=True)
+class ToolHints:
+    """What a client may assume of a tool's calls (MCP tool annotations; hints, not promises).
+    For a tool of several actions they hold for its most far-reaching action."""
+
+    read_only: bool = False  # never changes anything
+    destructive: bool = False  # may delete or reset state (meaningful when not read_only)
+    idempotent: bool = False  # the same call twice does no more than once
+    open_world: bool = False  # reaches beyond this machine's own state (the network, ...)
+
+
+@dataclass(frozen=True, slots=True)
 class ToolDef:
     """A tool. ``description`` and ``input_schema`` are what the model sees; ``prompt`` is a
-    fragment added to the system prompt while the tool is registered."""
+    fragment added to the system prompt while the tool is registered; ``title`` and ``hints``
+    are for people and clients (MCP shows them)."""
 
     name: str
     description: str
@@ -48,6 +60,8 @@ class ToolDef:
     handler: Handler
     prompt: str | None = None
     offered: Callable[[Any], bool] | None = None  # shown to the model only when true
+    title: str | None = None
+    hints: ToolHints | None = None
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.input_schema)

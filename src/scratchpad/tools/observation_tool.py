@@ -7,10 +7,12 @@ from typing import Any
 
 from scratchpad.errors import InvalidInputError
 from scratchpad.observations.models import READ_MODES
-from scratchpad.tools.base import ToolDef
+from scratchpad.tools.base import ToolDef, ToolHints
 from scratchpad.tools.context import ToolSessionContext
 
 NAME = "read_observation"
+TITLE = "Read a saved observation"
+HINTS = ToolHints(read_only=True, idempotent=True)  # reads this server's store, nothing else
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -34,7 +36,15 @@ DESCRIPTION = (
 
 
 def read_observation_tool() -> ToolDef:
-    return ToolDef(NAME, DESCRIPTION, INPUT_SCHEMA, handle_read_observation, offered=offered)
+    return ToolDef(
+        NAME,
+        DESCRIPTION,
+        INPUT_SCHEMA,
+        handle_read_observation,
+        offered=offered,
+        title=TITLE,
+        hints=HINTS,
+    )
 
 
 def offered(context: ToolSessionContext) -> bool:

@@ -1,32 +1,62 @@
 """The ``scratchpad`` tool: the model's persistent Python notebooks.
 
-Actions: exec (run code, installing ``packages`` first), view, dump, reset, remove, install.
-Observers fire around every cell here, in the tool, never in the runtime.
+Actions: exec (run code, installing ``packages`` first), view, dump, list, reset, remove,
+install, cancel. Observers fire around every cell here, in the tool, never in the runtime.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from scratchpad.errors import InvalidInputError, PadNotFoundError
+from scratchpad.runtime.base import check_cell_id
 from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent, StreamItem
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.names import validate_pad_name
-from scratchpad.tools.base import ToolDef, ToolOutcome
+from scratchpad.runtime.names import MAX_NAME_CHARS, validate_pad_name
+from scratchpad.runtime.padinfo import PadInfo
+from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome
 from scratchpad.tools.cell_result import cell_outcome
 from scratchpad.tools.context import ToolSessionContext
 
 NAME = "scratchpad"
-ACTIONS = ["exec", "view", "dump", "reset", "remove", "install"]
+TITLE = "Python scratchpad"
+ACTIONS = ["exec", "view", "dump", "list", "reset", "remove", "install", "cancel"]
+# The tool as a whole: exec runs any code (the network included), reset and remove lose state.
+HINTS = ToolHints(read_only=False, destructive=True, idempotent=False, open_world=True)
 EMPTY_CODE = (
     "No code received: the `code` field was empty, so the payload was probably cut off. "
     "Send the call again with the complete code."
+)
+ACTION_HELP = (
+    "What to do. exec: run `code` in pad `name` (created if new) and get its output, the "
+    "value of its last expression, errors and plots. view: the pad's cells as text. dump: its "
+    "cells as notebook markdown. list: every pad with its status (busy, idle, stopped) and "
+    "number of cells; needs no name. reset: clear the pad's variables (packages stay). "
+    "remove: delete the pad, its variables and packages. install: add `packages` to the pad. "
+    "cancel: stop the pad's running cell (variables kept), or the queued or running cell "
+    "`cell_id`. Read-only: view, dump, list. Destructive: reset, remove (cancel interrupts)."
+)
+NAME_HELP = (
+    f"Pad name, e.g. 'main': any non-empty text of up to {MAX_NAME_CHARS} characters without "
+    "control characters. Variables live per name. Every action but list needs one."
+)
+TIMEOUT_HELP = (
+    "exec: a cell may run about twice this estimate (at least estimate + 30 s; 120 s when "
+    "there is no estimate; never over the server's maximum, 3600 s by default). Quiet work is "
+    "fine: only a kernel with no sign of life (no output, no heartbeat) for 30-60 s counts as "
+    "hung."
 )
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "action": {"type": "string", "enum": ACTIONS, "description": "What to do (exec)."},
-        "name": {"type": "string", "description": "Pad name, e.g. 'main'."},
+        "action": {"type": "string", "enum": ACTIONS, "description": ACTION_HELP},
+        "name": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_NAME_CHARS,
+            "description": NAME_HELP,
+        },
         "code": {"type": "string", "description": "Python code to run (exec)."},
         "packages": {
             "type": "array",
@@ -34,20 +64,23 @@ INPUT_SCHEMA: dict[str, Any] = {
             "description": "Packages to install (install; with exec: before the code runs).",
         },
         "one_line_description": {"type": "string", "description": "What this cell does."},
-        "estimated_execution_time_seconds": {
-            "type": "number",
-            "description": "Your estimate; timeouts follow it (about twice as long).",
-        },
+        "estimated_execution_time_seconds": {"type": "number", "description": TIMEOUT_HELP},
         "timeout_s": {
             "type": "number",
-            "description": "A hard limit in seconds for this cell (exec); it may be short.",
+            "description": "exec: a hard limit in seconds for this cell, used instead of the "
+            "estimate's (it may be short; at most the server's maximum).",
+        },
+        "cell_id": {
+            "type": "string",
+            "description": "exec: an id for this cell (1-64 letters, digits, '_' or '-'), so "
+            "another call can cancel it; cancel: the cell to cancel.",
         },
         "confirm_new_scratchpad": {
             "type": "boolean",
             "description": "Set true to start a second pad name in this session on purpose.",
         },
     },
-    "required": ["action", "name"],
+    "required": ["action"],
 }
 
 
@@ -57,8 +90,9 @@ def describe(notable_packages: list[str], credentials: str = "") -> str:
     return (
         "Run Python in a persistent pad (a notebook whose variables survive between calls). "
         "exec runs `code` and returns its output, the value of its last expression, errors "
-        "and plots; view shows the pad's cells; dump gives them as markdown; reset clears "
-        "the variables (packages stay); remove deletes the pad; install adds `packages`. "
+        "and plots; view shows the pad's cells; dump gives them as markdown; list shows every "
+        "pad and whether it is busy; reset clears the variables (packages stay); remove "
+        "deletes the pad; install adds `packages`; cancel stops a running cell. "
         "Inside a cell: progress(msg) for long work, display(obj) for rich output, "
         "sample(value) for a quick look at data. Large output is saved as an observation "
         f"you can read with read_observation. Notable installed packages: {packages}."
@@ -73,15 +107,28 @@ def current_description(manager: ScratchpadManager) -> str:
 
 
 def scratchpad_tool(manager: ScratchpadManager) -> ToolDef:
-    return ToolDef(NAME, current_description(manager), INPUT_SCHEMA, handle_scratchpad)
+    return ToolDef(
+        NAME,
+        current_description(manager),
+        INPUT_SCHEMA,
+        handle_scratchpad,
+        title=TITLE,
+        hints=HINTS,
+    )
 
 
 async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, Any]) -> Any:
     action = tool_input.get("action", "exec")
-    name = validate_pad_name(tool_input.get("name", "main"))
     manager = context.manager
+    if action == "list":
+        return pad_list(await manager.list_pads())
+    if "name" not in tool_input:
+        raise InvalidInputError("missing required field 'name' (every action but list needs it)")
+    name = validate_pad_name(tool_input["name"])
     if action == "exec":
         return await _exec(context, name, tool_input)
+    if action == "cancel":
+        return await _cancel(manager, name, tool_input.get("cell_id"))
     if action == "remove":
         await manager.remove(name)
         return f"Pad {name!r} removed (its environment and packages are gone)."
@@ -116,6 +163,7 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
     description = str(tool_input.get("one_line_description") or "")
     estimate = tool_input.get("estimated_execution_time_seconds") or 0
     timeout_s = tool_input.get("timeout_s")
+    cell_id = check_cell_id(tool_input.get("cell_id"))
     context.emit("scratchpad_call", pad=name, code=code, description=description)
     context.notify("before_cell", name, _preview(code, description))
     try:
@@ -124,6 +172,7 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
             description=description,
             estimated_seconds=estimate,
             timeout_s=timeout_s,
+            cell_id=cell_id,
             on_event=lambda item: _forward(context, item),
         )
     except BaseException as exc:  # observers and subscribers always see the cell end
@@ -135,6 +184,36 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
     event = "scratchpad_killed" if cell.status == "killed" else "scratchpad_result"
     context.emit(event, pad=name, status=cell.status, cell_id=cell.id)
     return cell_outcome(cell, name, context)
+
+
+def pad_list(pads: list[PadInfo]) -> str:
+    """The pads as the model reads them: one line each."""
+    if not pads:
+        return "No pads yet: exec creates one."
+    lines = [f"{len(pads)} pad(s):"]
+    for info in pads:
+        queued = f", {info.queued} queued" if info.queued else ""
+        lines.append(f"- {info.name!r}: {info.status}, {info.cells} cell(s){queued}")
+    return "\n".join(lines)
+
+
+async def _cancel(manager: ScratchpadManager, name: str, cell_id: object) -> ToolOutcome:
+    """Cancel a cell by id, or the pad's running one; never starts a pad."""
+    checked = check_cell_id(cell_id)
+    if checked is None and not manager.exists(name):
+        raise PadNotFoundError(f"no pad named {name!r}; there is nothing to cancel")
+    if await manager.cancel(name, checked):
+        what = f"cell {checked!r}" if checked else "the running cell"
+        return ToolOutcome(f"Cancelled {what} of pad {name!r} (its variables are kept).")
+    if checked is None:
+        return ToolOutcome(f"Nothing to cancel: pad {name!r} runs no cell.", ok=False,
+                           reason="nothing_to_cancel")  # fmt: skip
+    return ToolOutcome(
+        f"Nothing to cancel: pad {name!r} has no queued or running cell {checked!r} (it may "
+        "have finished).",
+        ok=False,
+        reason="nothing_to_cancel",
+    )
 
 
 def _second_pad_question(context: ToolSessionContext, name: str, confirmed: bool) -> str:

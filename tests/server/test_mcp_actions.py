@@ -1,0 +1,89 @@
+"""MCP tool metadata (titles, annotations, the name rule) and the ``list`` and ``cancel``
+actions of the ``scratchpad`` tool, driven by the official MCP client in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from mcp import Client
+
+from scratchpad.config import Settings
+from tests.server.test_mcp import connected, run, texts
+
+LONG = "import time\ntime.sleep(60)"
+
+
+async def wait_busy(client: Client, pad: str) -> None:
+    """Until ``list`` says the pad runs a cell (10 s at most)."""
+    deadline = time.monotonic() + 10
+    while f"'{pad}': busy" not in texts(await client.call_tool("scratchpad", {"action": "list"})):
+        assert time.monotonic() < deadline, f"pad {pad!r} never became busy"
+        await asyncio.sleep(0.05)
+
+
+async def test_tools_have_titles_annotations_and_the_name_rule(
+    settings: Settings, workspace: Path
+) -> None:
+    async with connected(settings, workspace) as client:
+        listed = await client.list_tools()
+    tools = {tool.name: tool for tool in listed.tools}
+    pad, reader = tools["scratchpad"], tools["read_observation"]
+    assert pad.title == "Python scratchpad" and pad.annotations is not None
+    assert pad.annotations.read_only_hint is False
+    assert pad.annotations.destructive_hint is True  # reset and remove
+    assert pad.annotations.open_world_hint is True  # code reaches the network
+    assert reader.title == "Read a saved observation" and reader.annotations is not None
+    assert reader.annotations.read_only_hint is True
+    assert reader.annotations.open_world_hint is False
+    properties = pad.input_schema["properties"]
+    assert properties["name"]["maxLength"] == 128 and properties["name"]["minLength"] == 1
+    assert "control characters" in properties["name"]["description"]
+    action = properties["action"]
+    assert {"list", "cancel"} <= set(action["enum"])
+    assert "Read-only: view, dump, list" in action["description"]
+    assert "twice this estimate" in properties["estimated_execution_time_seconds"]["description"]
+    assert pad.input_schema["required"] == ["action"]
+
+
+async def test_list_shows_every_pad_with_its_status(settings: Settings, workspace: Path) -> None:
+    async with connected(settings, workspace) as client:
+        empty = await client.call_tool("scratchpad", {"action": "list"})
+        assert not empty.is_error and "No pads yet" in texts(empty)
+        for pad in ("a", "b"):
+            assert not (await client.call_tool("scratchpad", run(pad, "1"))).is_error
+        await client.call_tool("scratchpad", run("b", "2"))
+        listed = texts(await client.call_tool("scratchpad", {"action": "list"}))
+        nameless = await client.call_tool("scratchpad", {"action": "view"})
+    assert "2 pad(s):" in listed
+    assert "- 'a': idle, 1 cell(s)" in listed and "- 'b': idle, 2 cell(s)" in listed
+    assert nameless.is_error and "missing required field 'name'" in texts(nameless)
+
+
+async def test_cancel_stops_a_cell_another_call_started(
+    settings: Settings, workspace: Path
+) -> None:
+    async with connected(settings, workspace) as client:
+        idle = await client.call_tool("scratchpad", {"action": "cancel", "name": "p"})
+        assert idle.is_error and "no pad named 'p'" in texts(idle)
+        await client.call_tool("scratchpad", run("p", "x = 41"))
+        nothing = await client.call_tool("scratchpad", {"action": "cancel", "name": "p"})
+        assert nothing.is_error and "runs no cell" in texts(nothing)
+
+        running = asyncio.create_task(client.call_tool("scratchpad", run("p", LONG)))
+        await wait_busy(client, "p")
+        cancelled = await client.call_tool("scratchpad", {"action": "cancel", "name": "p"})
+        assert not cancelled.is_error and "Cancelled the running cell" in texts(cancelled)
+        ended = await asyncio.wait_for(running, 20)
+        assert ended.is_error and "Cell cancelled (interrupted" in texts(ended)
+
+        named = asyncio.create_task(
+            client.call_tool("scratchpad", {**run("p", LONG), "cell_id": "long-1"})
+        )
+        await wait_busy(client, "p")
+        by_id = {"action": "cancel", "name": "p", "cell_id": "long-1"}
+        assert "Cancelled cell 'long-1'" in texts(await client.call_tool("scratchpad", by_id))
+        assert "Cell cancelled (interrupted" in texts(await asyncio.wait_for(named, 20))
+        after = await client.call_tool("scratchpad", run("p", "x + 1"))
+    assert "[result]\n42" in texts(after)  # the variables outlived both cancels

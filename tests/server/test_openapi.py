@@ -1,0 +1,284 @@
+"""The OpenAPI document tells the truth: every route is in it, and real answers of the app
+(in-process) validate against the schemas it declares for their status and content type."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.routing import APIRoute
+from jsonschema import Draft202012Validator
+from starlette.routing import Mount, Route
+
+from scratchpad.config import Settings
+from scratchpad.connect.flow import ResponseEvents
+from scratchpad.connect.submissions import Submissions
+from scratchpad.errors import PadClosedError
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.server.app import create_app
+from scratchpad.server.frames import error_frame
+from scratchpad.server.guard import OPEN_PATHS
+from scratchpad.server.openapi import document
+from tests.connect.services import http_form
+
+KEY = "test-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+NOT_API = {"/openapi.json", "/static"}  # the document itself; the web UI's files
+RICH_CELL = (
+    "progress('half')\n"
+    "print('out')\n"
+    "class Picture:\n"
+    "    def _repr_png_(self):\n"
+    "        return b'\\x89PNG-tiny'\n"
+    "display(Picture())\n"
+    "41 + 1"
+)
+
+
+@pytest.fixture
+async def client(
+    settings: Settings, workspace: Path, tmp_path: Path
+) -> AsyncIterator[httpx.AsyncClient]:
+    script = tmp_path / "probe.json"
+    script.write_text(json.dumps(["Done."]))
+    settings = settings.model_copy(update={"probe_model": f"scripted:{script}"})
+    async with ScratchpadManager(workspace=workspace, settings=settings) as manager:
+        app = create_app(manager, api_key=KEY)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://test", headers=AUTH
+        ) as http:
+            yield http
+
+
+class Checker:
+    """Validates answers against the document the app serves."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.doc = doc
+        self.checked: set[tuple[str, str, str]] = set()
+
+    def schema(self, method: str, path: str, status: int, media: str) -> dict[str, Any]:
+        responses = self.doc["paths"][path][method.lower()]["responses"]
+        assert str(status) in responses, f"{method} {path} answered an undocumented {status}"
+        content = responses[str(status)]["content"]
+        assert media in content, f"{method} {path} {status}: {media} not in {list(content)}"
+        self.checked.add((method, path, str(status)))
+        return {**content[media]["schema"], "components": self.doc["components"]}
+
+    def valid(self, value: Any, method: str, path: str, status: int, media: str) -> None:
+        Draft202012Validator(self.schema(method, path, status, media)).validate(value)
+
+    def answer(self, answer: httpx.Response, method: str, path: str) -> Any:
+        """The answer's JSON, validated against its documented status and content type."""
+        media = answer.headers["content-type"].split(";")[0]
+        body = answer.json()
+        self.valid(body, method, path, answer.status_code, media)
+        return body
+
+    def frames(self, answer: httpx.Response, method: str, path: str) -> list[dict[str, Any]]:
+        assert answer.status_code == 200, answer.text
+        media = answer.headers["content-type"].split(";")[0]
+        assert media == "text/event-stream"
+        frames = [
+            json.loads(line[len("data: ") :])
+            for line in answer.text.splitlines()
+            if line.startswith("data: ")
+        ]
+        for frame in frames:
+            self.valid(frame, method, path, 200, media)
+        return frames
+
+
+@pytest.fixture
+async def checker(client: httpx.AsyncClient) -> Checker:
+    answer = await client.get("/openapi.json")
+    assert answer.status_code == 200
+    return Checker(answer.json())
+
+
+def test_every_route_of_the_app_is_documented(manager: ScratchpadManager) -> None:
+    app = create_app(manager, api_key=KEY)
+    doc = document(app)
+    missing = []
+    for route in app.routes:
+        if isinstance(route, APIRoute):
+            if not route.include_in_schema:
+                continue  # the web UI's pages (/, /docs)
+            documented = doc["paths"].get(route.path, {})
+            missing += [
+                f"{m} {route.path}" for m in route.methods or () if m.lower() not in documented
+            ]
+        elif isinstance(route, Route | Mount) and route.path not in NOT_API:
+            missing += [route.path] if route.path not in doc["paths"] else []
+    assert not missing
+
+
+def test_every_operation_declares_its_answers_and_the_key(manager: ScratchpadManager) -> None:
+    doc = document(create_app(manager, api_key=KEY))
+    assert doc["components"]["securitySchemes"]["bearer"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "The server's API key.",
+    }
+    assert doc["security"] == [{"bearer": []}]
+    assert "HTTPValidationError" not in doc["components"]["schemas"]
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            where = f"{method.upper()} {path}"
+            responses = operation["responses"]
+            if path in OPEN_PATHS:
+                assert operation["security"] == [], where
+            else:
+                assert "security" not in operation and "401" in responses, where
+            for status, response in responses.items():
+                if status.startswith(("4", "5")):
+                    schema = response["content"]["application/json"]["schema"]
+                    assert schema == {"$ref": "#/components/schemas/ErrorBody"}, where
+            if path != "/mcp":
+                assert any(status.startswith(("2", "3")) for status in responses), where
+                for status, response in responses.items():
+                    for media in response.get("content", {}).values():
+                        schema = media["schema"]  # a model, frames, or text: never a bare dict
+                        typed = (
+                            "$ref" in schema or "oneOf" in schema or schema.get("type") == "string"
+                        )
+                        assert typed, f"{where} {status}: untyped (declare it with answers())"
+
+
+def test_every_pad_name_carries_the_name_rule(manager: ScratchpadManager) -> None:
+    doc = document(create_app(manager, api_key=KEY))
+    rule = {"minLength": 1, "maxLength": 128, "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"}
+    named = 0
+    for path, item in doc["paths"].items():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []):
+                if path.startswith(f"/v1/pads/{{{parameter['name']}}}"):
+                    assert rule.items() <= parameter["schema"].items(), path
+                    named += 1
+    for model in ("PadRequest", "StartRequest", "CancelRequest", "InstallRequest"):
+        name = doc["components"]["schemas"][model]["properties"]["name"]
+        assert rule.items() <= name.items(), model
+        assert "control characters" in name["description"]
+    assert named >= 7
+
+
+async def test_pad_answers_validate_against_the_document(
+    client: httpx.AsyncClient, checker: Checker
+) -> None:
+    run = {"name": "p", "code": RICH_CELL, "stream_output": True}
+    frames = checker.frames(
+        await client.post("/scratchpad/execute-stream", json=run),
+        "POST",
+        "/scratchpad/execute-stream",
+    )
+    kinds = [f["type"] for f in frames]  # output and progress travel on separate channels
+    assert sorted(kinds[:-1]) == ["display", "output", "progress"] and kinds[-1] == "cell"
+    plain = checker.frames(
+        await client.post("/scratchpad/execute-stream", json={"name": "p", "code": "x = 1"}),
+        "POST",
+        "/scratchpad/execute-stream",
+    )
+    cell_id = plain[-1]["cell"]["id"]
+    checker.valid(error_frame(PadClosedError("gone")), "POST", "/scratchpad/execute-stream",
+                  200, "text/event-stream")  # fmt: skip
+    for method, path, body in [
+        ("POST", "/scratchpad/start", {"name": "p"}),
+        ("POST", "/scratchpad/cancel", {"name": "p"}),
+        ("POST", "/scratchpad/install", {"name": "p", "packages": []}),
+        ("POST", "/scratchpad/reset", {"name": "p"}),
+    ]:
+        checker.answer(await client.post(path, json=body), method, path)
+    for url, path in [
+        ("/healthz", "/healthz"),
+        ("/v1/server", "/v1/server"),
+        ("/v1/pads", "/v1/pads"),
+        ("/v1/pads/p", "/v1/pads/{name}"),
+        (f"/v1/pads/p/cells/{cell_id}", "/v1/pads/{name}/cells/{cell_id}"),
+        ("/v1/pads/p/notebook", "/v1/pads/{name}/notebook"),
+    ]:
+        checker.answer(await client.get(url), "GET", path)
+    dump = await client.get("/v1/pads/p/dump")
+    checker.valid(dump.text, "GET", "/v1/pads/{name}/dump", 200, "text/markdown")
+    assert dump.headers["content-type"].startswith("text/markdown")
+
+
+async def test_error_answers_validate_against_the_document(
+    client: httpx.AsyncClient, checker: Checker
+) -> None:
+    stream = "/scratchpad/execute-stream"
+    cases = [
+        (client.post(stream, json={"name": "p", "code": "1"}, headers={"authorization": ""}), 401),
+        (client.post(stream, json={"name": "bad\nname", "code": "1"}), 400),
+        (client.post(stream, json={"name": "p"}), 422),
+        (client.post(stream, content=b" " * (11 * 1024 * 1024), headers=JSON), 413),
+        (client.post("/scratchpad/reset", json={"name": "nobody"}), 404),
+    ]
+    for request, status in cases:
+        answer = await request
+        assert answer.status_code == status, answer.text
+        path = stream if status != 404 else "/scratchpad/reset"
+        checker.answer(answer, "POST", path)
+    for url, path, status in [
+        ("/v1/pads/nobody", "/v1/pads/{name}", 404),
+        ("/v1/pads/nobody/dump", "/v1/pads/{name}/dump", 404),
+        ("/v1/vault/audit?limit=-1", "/v1/vault/audit", 422),
+        ("/v1/datavault/submissions/sub_0", "/v1/datavault/submissions/{submission_id}", 404),
+        ("/v1/datasources/pg/nothing", "/v1/datasources/{engine}/{name}", 404),
+    ]:
+        answer = await client.get(url)
+        assert answer.status_code == status, answer.text
+        checker.answer(answer, "GET", path)
+
+
+JSON = {"content-type": "application/json"}
+
+
+async def test_vault_answers_validate_against_the_document(
+    client: httpx.AsyncClient, checker: Checker
+) -> None:
+    fields = {"host": "db", "password": "s3cret-value"}
+    saved = await client.post("/v1/datasources", json={"engine": "pg", "fields": fields})
+    record = checker.answer(saved, "POST", "/v1/datasources")
+    assert record["fields"]["password"] == "********"
+    engine_name = "/v1/datasources/{engine}/{name}"
+    for method, url, path, body in [
+        ("GET", "/v1/datasources", "/v1/datasources", None),
+        ("GET", "/v1/datasources/pg/1", engine_name, None),
+        ("POST", "/v1/datasources/validate", "/v1/datasources/validate", {"engine": "pg"}),
+        ("POST", "/v1/pads/p/grants", "/v1/pads/{pad}/grants", {"engine": "pg", "name": "1"}),
+        ("GET", "/v1/pads/p/grants", "/v1/pads/{pad}/grants", None),
+        ("DELETE", "/v1/pads/p/grants/pg/1", "/v1/pads/{pad}/grants/{engine}/{name}", None),
+        ("GET", "/v1/vault/audit", "/v1/vault/audit", None),
+        ("GET", "/v1/vault/description", "/v1/vault/description", None),
+        ("DELETE", "/v1/datasources/pg/1", engine_name, None),
+    ]:
+        answer = await client.request(method, url, json=body)
+        assert answer.status_code == 200, (url, answer.text)
+        checker.answer(answer, method, path)
+
+
+async def test_submission_streams_validate_against_the_document(
+    client: httpx.AsyncClient, checker: Checker
+) -> None:
+    path = "/v1/datavault/submissions"
+    body = {"form_spec": http_form(), "values": {}, "skipped": []}  # required fields empty
+    answer = await client.post(path, json=body)
+    frames = checker.frames(answer, "POST", path)
+    assert frames[0]["type"] == "response.created"
+    assert frames[-1]["response"]["status"] == "retry"
+    submission_id = frames[-1]["response"]["submission_id"]
+    info = await client.get(f"{path}/{submission_id}")
+    checker.answer(info, "GET", "/v1/datavault/submissions/{submission_id}")
+    events = ResponseEvents(Submissions().stage(http_form(), {}, []))
+    for event in [
+        events.thought("scratchpad.start", pad="probe", code="1"),
+        events.failed("The connection could not be tested: no model.", "ConfigError"),
+        events.completed("failed", "It failed.", error="refused", follow_up="Check the key."),
+        events.completed("success", "Connected.", connection={"engine": "e", "name": "1"}),
+    ]:
+        checker.valid(event, "POST", path, 200, "text/event-stream")
