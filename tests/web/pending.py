@@ -5,6 +5,7 @@ event loop Playwright's sync API holds."""
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,8 +37,9 @@ def request_credentials(server: WebServer, arguments: dict[str, Any]) -> str:
 
 
 def open_form(server: WebServer, spec: dict[str, Any]) -> tuple[str, str]:
-    """(the link the person gets, the form's id) of a new pending form."""
+    """(the one-time link the person gets, the form's id) of a new pending form."""
     text = request_credentials(server, spec)
     link = next(word for word in text.split() if word.startswith(f"{server.url}/"))
-    form_id = next(part for part in link.replace("?", "/").split("/") if part.startswith("fm_"))
-    return link, form_id
+    found = re.search(r'\{"form_id": "([^"]+)"\}', text)
+    assert found is not None, text
+    return link, found.group(1)

@@ -11,13 +11,14 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.web.conftest import WebServer, screenshot
 from tests.web.pending import open_form, request_credentials
 from tests.web.probing import CELL, FAILURE, STATUS, SUCCESS, TOKEN, ProbeServer, call, probe_server
 
 DONE = "You can close this tab; the agent has been told."
+STATUS_OF = "(path) => fetch(path).then((r) => r.status)"
 FORM = {
     "engine": "http-api-key",
     "title": "Connect the test service",
@@ -41,6 +42,14 @@ def web_server(probing: ProbeServer) -> WebServer:
     return probing.server
 
 
+@pytest.fixture
+def person(browser: Browser, web_server: WebServer) -> Iterator[Page]:
+    """A person's browser: no key, no session; what the form's one-time link gives it."""
+    context = browser.new_context(base_url=web_server.url, viewport={"width": 1280, "height": 800})
+    yield context.new_page()
+    context.close()
+
+
 def form_of(server: WebServer, form_id: str) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {server.key}"}
     answer = httpx.get(f"{server.url}/v1/forms/{form_id}", headers=headers, timeout=30)
@@ -48,20 +57,21 @@ def form_of(server: WebServer, form_id: str) -> dict[str, Any]:
     return dict(answer.json())
 
 
-def opened(page: Page, probing: ProbeServer, spec: dict[str, Any] = FORM) -> tuple[str, str]:
-    """A new pending form opened from its link: (the page's panel is shown) the form's id."""
+def opened(page: Page, probing: ProbeServer, spec: dict[str, Any] = FORM) -> str:
+    """A new pending form, its link opened in ``page``: the form's id."""
     link, form_id = open_form(probing.server, spec)
     page.goto(link)
+    expect(page).to_have_url(f"{probing.server.url}/connect/{form_id}")
     expect(page.locator(".cn-page .fp-panel .fp-title")).to_have_text(spec["title"])
-    return link, form_id
+    return form_id
 
 
 @pytest.fixture
-def console(page: Page) -> list[str]:
-    """Every console message and page error of the test's page."""
+def console(person: Page) -> list[str]:
+    """Every console message and page error of the person's page."""
     seen: list[str] = []
-    page.on("console", lambda message: seen.append(message.text))
-    page.on("pageerror", lambda error: seen.append(str(error)))
+    person.on("console", lambda message: seen.append(message.text))
+    person.on("pageerror", lambda error: seen.append(str(error)))
     return seen
 
 
@@ -82,10 +92,12 @@ def fill(page: Page, values: dict[str, str]) -> None:
 
 
 def test_a_requested_form_is_filled_on_its_page_and_the_model_gets_the_names(
-    page: Page, probing: ProbeServer, console: list[str]
+    person: Page, probing: ProbeServer, console: list[str]
 ) -> None:
+    page = person
     probing.plays(STATUS, CELL, SUCCESS)
-    _, form_id = opened(page, probing)
+    form_id = opened(page, probing)
+    assert page.evaluate(STATUS_OF, "/v1/pads") == 403  # this form only: the app is out of reach
     assert "still open" in request_credentials(probing.server, {"form_id": form_id})
     panel = page.locator(".fp-panel")
     expect(page.locator(".topbar, #app, .pads")).to_have_count(0)  # a page of its own
@@ -125,8 +137,9 @@ def test_a_requested_form_is_filled_on_its_page_and_the_model_gets_the_names(
 
 
 def test_a_failure_shows_its_banner_over_the_restored_grid(
-    page: Page, probing: ProbeServer
+    person: Page, probing: ProbeServer
 ) -> None:
+    page = person
     probing.plays(CELL, FAILURE)
     opened(page, probing)
     panel = page.locator(".fp-panel")
@@ -146,8 +159,11 @@ def test_a_failure_shows_its_banner_over_the_restored_grid(
     assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390
 
 
-def test_a_field_to_fix_then_a_field_to_add_then_success(page: Page, probing: ProbeServer) -> None:
-    _, form_id = opened(page, probing)
+def test_a_field_to_fix_then_a_field_to_add_then_success(
+    person: Page, probing: ProbeServer
+) -> None:
+    page = person
+    form_id = opened(page, probing)
     panel = page.locator(".fp-panel")
     fill(page, {"base_url": probing.service})
     panel.locator("[data-action='submit']").click()  # api_key empty: the shape check says so
