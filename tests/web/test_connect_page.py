@@ -19,7 +19,7 @@ from tests.web.probing import CELL, FAILURE, STATUS, SUCCESS, TOKEN, ProbeServer
 
 DONE = "You can close this tab; the agent has been told."
 STATUS_OF = "(path) => fetch(path).then((r) => r.status)"
-FORM = {
+FORM: dict[str, Any] = {
     "engine": "http-api-key",
     "title": "Connect the test service",
     "subtitle": "A key for GET /me, to read the service's users.",
