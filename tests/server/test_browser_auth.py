@@ -40,8 +40,7 @@ def _with_probe_routes(app: FastAPI) -> FastAPI:
     async def who(request: Request) -> dict[str, Any]:
         return {"auth": auth_of(request), "form": form_scope(request)}
 
-    app.add_api_route("/v1/forms/{form_id}", who)
-    app.add_api_route("/connect/{form_id}", who)
+    app.add_api_route("/v1/forms/{form_id}/who", who)  # below the form's own route
 
     async def sandboxed() -> PlainTextResponse:
         return PlainTextResponse("file", headers={"content-security-policy": "sandbox"})
@@ -194,10 +193,10 @@ async def test_a_form_session_reaches_its_form_and_nothing_else(
     client: httpx.AsyncClient, app: FastAPI
 ) -> None:
     cookie = await log_in(client, app, scope="form:f1")
-    for path in ("/connect/f1", "/v1/forms/f1"):
-        answer = await client.get(path, headers=cookie)
-        assert answer.status_code == 200, path
-        assert answer.json() == {"auth": "form:f1", "form": "f1"}
+    page = await client.get("/connect/f1", headers=cookie)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    answer = await client.get("/v1/forms/f1/who", headers=cookie)
+    assert answer.json() == {"auth": "form:f1", "form": "f1"}
     staged = await client.get("/v1/datavault/submissions/sub_000000000000", headers=cookie)
     assert staged.json()["type"] == "SubmissionNotFoundError"  # past the guard
     post = {**cookie, **SAME_ORIGIN}
@@ -224,10 +223,10 @@ async def test_a_form_session_reaches_its_form_and_nothing_else(
 async def test_bearer_and_full_sessions_have_no_form_scope(
     client: httpx.AsyncClient, app: FastAPI
 ) -> None:
-    answer = await client.get("/v1/forms/f1", headers=AUTH)
+    answer = await client.get("/v1/forms/f1/who", headers=AUTH)
     assert answer.json() == {"auth": "bearer", "form": None}
     cookie = await log_in(client, app)
-    assert (await client.get("/v1/forms/f1", headers=cookie)).json() == {
+    assert (await client.get("/v1/forms/f1/who", headers=cookie)).json() == {
         "auth": "all",
         "form": None,
     }

@@ -48,10 +48,10 @@ async def test_the_engines_route_lists_every_known_engine_with_a_valid_form(
 async def test_the_engines_route_and_the_connect_page_need_the_key(
     app_client: httpx.AsyncClient,
 ) -> None:
-    for path in ("/v1/datasources/engines", "/connect/fm_0123456789"):
-        refused = await app_client.get(path)
-        assert refused.status_code == 401, path
-        assert set(refused.json()) == {"error", "type"}
+    refused = await app_client.get("/v1/datasources/engines")
+    assert refused.status_code == 401 and set(refused.json()) == {"error", "type"}
+    page = await app_client.get("/connect/fm_0123456789")  # a page: says how to log in
+    assert page.status_code == 401 and "scratchpad login" in page.text
 
 
 async def test_the_connect_page_is_served_for_any_form_id(app_client: httpx.AsyncClient) -> None:
