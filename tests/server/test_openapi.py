@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from scratchpad.connect.submissions import Submissions
 from scratchpad.errors import PadClosedError
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.app import create_app
+from scratchpad.server.browser_auth import SESSION_COOKIE
 from scratchpad.server.frames import error_frame
 from scratchpad.server.guard import OPEN_PATHS
 from scratchpad.server.openapi import document
@@ -28,6 +30,7 @@ from tests.connect.services import http_form
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 NOT_API = {"/openapi.json", "/static"}  # the document itself; the web UI's files
+PAGES = {"/", "/docs", "/login", "/connect/{form_id}"}  # HTML for people, not API
 RICH_CELL = (
     "progress('half')\n"
     "print('out')\n"
@@ -61,6 +64,10 @@ class Checker:
     def __init__(self, doc: dict[str, Any]) -> None:
         self.doc = doc
         self.checked: set[tuple[str, str, str]] = set()
+        self.components = deepcopy(doc["components"])
+        for schema in self.components["schemas"].values():  # an undocumented key fails
+            if "properties" in schema:
+                schema.setdefault("additionalProperties", False)
 
     def schema(self, method: str, path: str, status: int, media: str) -> dict[str, Any]:
         responses = self.doc["paths"][path][method.lower()]["responses"]
@@ -68,7 +75,7 @@ class Checker:
         content = responses[str(status)]["content"]
         assert media in content, f"{method} {path} {status}: {media} not in {list(content)}"
         self.checked.add((method, path, str(status)))
-        return {**content[media]["schema"], "components": self.doc["components"]}
+        return {**content[media]["schema"], "components": self.components}
 
     def valid(self, value: Any, method: str, path: str, status: int, media: str) -> None:
         Draft202012Validator(self.schema(method, path, status, media)).validate(value)
@@ -79,6 +86,22 @@ class Checker:
         body = answer.json()
         self.valid(body, method, path, answer.status_code, media)
         return body
+
+    def download(self, answer: httpx.Response, method: str, path: str) -> None:
+        """A file's answer: its media type or the most specific range documented (type/*,
+        then */*), and every documented header present and valid."""
+        assert answer.status_code == 200, answer.text
+        media = answer.headers["content-type"].split(";")[0]
+        responses = self.doc["paths"][path][method.lower()]["responses"]["200"]
+        for candidate in (media, media.split("/")[0] + "/*", "*/*"):
+            if candidate in responses["content"]:
+                self.valid(answer.text, method, path, 200, candidate)
+                break
+        else:
+            raise AssertionError(f"{method} {path}: {media} not in {list(responses['content'])}")
+        for name, header in responses["headers"].items():
+            assert name in answer.headers, f"{method} {path}: no {name} header"
+            Draft202012Validator(header["schema"]).validate(answer.headers[name])
 
     def frames(self, answer: httpx.Response, method: str, path: str) -> list[dict[str, Any]]:
         assert answer.status_code == 200, answer.text
@@ -108,24 +131,33 @@ def test_every_route_of_the_app_is_documented(manager: ScratchpadManager) -> Non
     for route in app.routes:
         if isinstance(route, APIRoute):
             if not route.include_in_schema:
-                continue  # the web UI's pages (/, /docs)
-            documented = doc["paths"].get(route.path, {})
-            missing += [
-                f"{m} {route.path}" for m in route.methods or () if m.lower() not in documented
-            ]
+                assert route.path in PAGES, f"{route.path} is hidden from the document"
+                continue
+            path = route.path_format  # as OpenAPI writes it: {path}, not {path:path}
+            documented = doc["paths"].get(path, {})
+            missing += [f"{m} {path}" for m in route.methods or () if m.lower() not in documented]
         elif isinstance(route, Route | Mount) and route.path not in NOT_API:
             missing += [route.path] if route.path not in doc["paths"] else []
     assert not missing
 
 
+async def test_the_routes_left_out_are_pages(client: httpx.AsyncClient) -> None:
+    for path in PAGES:
+        answer = await client.get(path.replace("{form_id}", "fm_1"))
+        assert answer.headers["content-type"].startswith("text/html"), path
+
+
 def test_every_operation_declares_its_answers_and_the_key(manager: ScratchpadManager) -> None:
     doc = document(create_app(manager, api_key=KEY))
-    assert doc["components"]["securitySchemes"]["bearer"] == {
+    schemes = doc["components"]["securitySchemes"]
+    assert schemes["bearer"] == {
         "type": "http",
         "scheme": "bearer",
         "description": "The server's API key.",
     }
-    assert doc["security"] == [{"bearer": []}]
+    assert schemes["session"]["in"] == "cookie" and schemes["session"]["type"] == "apiKey"
+    assert schemes["session"]["name"] == SESSION_COOKIE
+    assert doc["security"] == [{"bearer": []}, {"session": []}]  # either one
     assert "HTTPValidationError" not in doc["components"]["schemas"]
     for path, item in doc["paths"].items():
         for method, operation in item.items():
@@ -134,7 +166,8 @@ def test_every_operation_declares_its_answers_and_the_key(manager: ScratchpadMan
             if path in OPEN_PATHS:
                 assert operation["security"] == [], where
             else:
-                assert "security" not in operation and "401" in responses, where
+                assert "security" not in operation, where
+                assert "401" in responses and "403" in responses, where
             for status, response in responses.items():
                 if status.startswith(("4", "5")):
                     schema = response["content"]["application/json"]["schema"]

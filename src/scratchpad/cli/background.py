@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import httpx
 
 from scratchpad.config import Settings
-from scratchpad.errors import ConfigError, ScratchpadError
+from scratchpad.errors import ConfigError, ScratchpadError, error_from_http
 from scratchpad.fsutil import open_private_append
 from scratchpad.server.auth import resolve_api_key
 from scratchpad.server.state import (
@@ -54,6 +54,19 @@ def endpoint(settings: Settings) -> Endpoint:
             if record is None:
                 record = start_background(settings)
     return Endpoint(record.url, key)
+
+
+def checked(answer: httpx.Response) -> httpx.Response:
+    """``answer`` if it succeeded, else the server's error raised as its class."""
+    if answer.status_code >= 400:
+        answer.read()
+        try:
+            body = answer.json()
+        except ValueError:
+            body = {}
+        message = body.get("error") or f"the server answered {answer.status_code}"
+        raise error_from_http(answer.status_code, body.get("type"), message)
+    return answer
 
 
 def running_endpoint(settings: Settings) -> Endpoint | None:

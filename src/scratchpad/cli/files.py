@@ -17,10 +17,11 @@ from urllib.parse import quote
 import httpx
 import typer
 
+from scratchpad.cli.background import checked
 from scratchpad.cli.commands import Command, Group
 from scratchpad.cli.output import fail, print_json, print_text
 from scratchpad.config import Settings
-from scratchpad.errors import ScratchpadError, error_from_http
+from scratchpad.errors import ScratchpadError
 from scratchpad.fsutil import atomic_write_chunks
 
 files_app = typer.Typer(
@@ -58,19 +59,6 @@ def files_url(pad: str, path: str | None = None) -> str:
         return base
     dots = {".": "%2E", "..": "%2E%2E"}
     return base + "/" + "/".join(dots.get(part, quote(part, safe="")) for part in path.split("/"))
-
-
-def checked(answer: httpx.Response) -> httpx.Response:
-    """``answer`` if it succeeded, else the server's error raised as its class."""
-    if answer.status_code >= 400:
-        answer.read()
-        try:
-            body = answer.json()
-        except ValueError:
-            body = {}
-        message = body.get("error") or f"the server answered {answer.status_code}"
-        raise error_from_http(answer.status_code, body.get("type"), message)
-    return answer
 
 
 @files_app.command("ls", cls=Command)

@@ -7,9 +7,9 @@ import webbrowser
 
 import httpx
 
-from scratchpad.cli.background import endpoint
+from scratchpad.cli.background import checked, endpoint
 from scratchpad.config import Settings
-from scratchpad.errors import ScratchpadError, error_from_http
+from scratchpad.errors import ScratchpadError
 
 REQUEST_TIMEOUT_S = 30.0
 
@@ -26,14 +26,7 @@ def login_url(settings: Settings, next_path: str = "/") -> str:
         )
     except httpx.HTTPError as exc:
         raise ScratchpadError(f"the server at {target.url} did not answer: {exc}") from None
-    try:
-        body = answer.json()
-    except ValueError:
-        body = {}
-    if answer.status_code != 200 or not isinstance(body.get("url"), str):
-        message = body.get("error") or f"the server answered {answer.status_code}"
-        raise error_from_http(answer.status_code, body.get("type"), message)
-    return str(body["url"])
+    return str(checked(answer).json()["url"])
 
 
 def open_in_browser(url: str) -> bool:

@@ -14,8 +14,8 @@ from urllib.parse import quote
 import httpx
 from httpx_sse import connect_sse
 
+from scratchpad.cli.background import checked
 from scratchpad.config import Settings
-from scratchpad.errors import error_from_http
 from scratchpad.vault.rescrub import rescrub_home
 from scratchpad.vault.scrub import scrubber
 from scratchpad.vault.store import Vault
@@ -142,19 +142,7 @@ class HttpVault:
         )
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        answer = self._client.request(method, path, **kwargs)
-        if answer.status_code >= 400:
-            self._raise(answer)
-        return answer.json()
-
-    @staticmethod
-    def _raise(answer: httpx.Response) -> None:
-        try:
-            body = answer.json()
-        except ValueError:
-            body = {}
-        message = body.get("error") or f"the server answered {answer.status_code}"
-        raise error_from_http(answer.status_code, body.get("type"), message)
+        return checked(self._client.request(method, path, **kwargs)).json()
 
     def list(self) -> Entries:
         return list(self._call("GET", "/v1/datasources")["datasources"])
@@ -195,10 +183,7 @@ class HttpVault:
         """The server's event stream, each event to ``on_event`` (errors before it started
         raised as the server's error class)."""
         with connect_sse(self._client, "POST", path, json=body) as source:
-            answer = source.response
-            if answer.status_code >= 400:
-                answer.read()
-                self._raise(answer)
+            checked(source.response)
             for event in source.iter_sse():
                 if event.data:
                     on_event(json.loads(event.data))

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
@@ -26,6 +26,9 @@ from scratchpad.config import Settings
 from scratchpad.runtime.files import Upload, Workspace, workspace
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.guard import error, segment_name
+from scratchpad.server.openapi import answers, raw_body
+from scratchpad.server.schemas import PadPath
+from scratchpad.server.web_schemas import FileDeleted, FileList, FileWritten
 
 READ_CHUNK = 256 * 1024
 WRITE_BATCH = 1024 * 1024  # received bytes written to disk at a time
@@ -36,6 +39,27 @@ SAFE_HEADERS = {
     "cache-control": "no-store",
 }
 UPLOAD_PATH = re.compile(r"/v1/pads/[^/]+/files/.")
+FilePath = Annotated[
+    str, Path(description="A path relative to the workspace, '/'-separated (e.g. data/out.csv).")
+]
+DirPath = Annotated[str, Query(description="The directory to list, relative to the workspace.")]
+Download = Annotated[bool, Query(description="true: always as an attachment.")]
+ANY_FILE = {"type": "string", "format": "binary"}
+DOWNLOAD_HEADERS = {  # name: (description, schema)
+    "content-disposition": (
+        "`attachment` (`inline` for PNG, JPEG, GIF and WebP images and plain text, unless "
+        "download=true) with the file's name.",
+        {"type": "string", "pattern": "^(attachment|inline); filename="},
+    ),
+    "content-length": ("The file's size in bytes.", {"type": "string", "pattern": "^[0-9]+$"}),
+    **{
+        name: (
+            "Always this: the file never runs as a page here.",
+            {"type": "string", "const": value},
+        )
+        for name, value in SAFE_HEADERS.items()
+    },
+}
 
 
 def upload_limit(settings: Settings) -> Callable[[Scope], int | None]:
@@ -49,26 +73,48 @@ def upload_limit(settings: Settings) -> Callable[[Scope], int | None]:
     return limit
 
 
+DOWNLOAD = answers(
+    ANY_FILE,
+    400,
+    404,
+    409,
+    422,
+    media_type=("application/octet-stream", "*/*"),
+    description="The file's bytes. Its media type is guessed from its name (text types "
+    "with charset=utf-8; application/octet-stream when unknown).",
+    headers={
+        name: {"description": text, "schema": schema}
+        for name, (text, schema) in DOWNLOAD_HEADERS.items()
+    },
+)
+UPLOAD = {
+    **answers(FileWritten, 400, 404, 409, 413, description="Replaced.", also={201: "Created."}),
+    "openapi_extra": raw_body("The file's bytes, as they are (any type; no multipart)."),
+}
+
+
 def files_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     async def files_of(name: str) -> Workspace:
         return await asyncio.to_thread(workspace, manager, segment_name(name))
 
-    @app.get("/v1/pads/{name}/files")
-    async def list_files(name: str, path: str = "") -> dict[str, Any]:
+    @app.get("/v1/pads/{name}/files", **answers(FileList, 400, 404, 409))
+    async def list_files(name: PadPath, path: DirPath = "") -> dict[str, Any]:
+        """One directory of the pad's workspace (the Scratchpad home never shows)."""
         files = await files_of(name)
         return {"pad": segment_name(name), **await asyncio.to_thread(files.listing, path)}
 
-    @app.get("/v1/pads/{name}/files/{path:path}")
-    async def get_file(
-        name: str, path: str, download: Annotated[bool, Query()] = False
-    ) -> Response:
+    @app.get("/v1/pads/{name}/files/{path:path}", **DOWNLOAD)
+    async def get_file(name: PadPath, path: FilePath, download: Download = False) -> Response:
+        """A file's bytes, never runnable as a page of this origin."""
         files = await files_of(name)
         path = segment_name(path)
         fd, size = await asyncio.to_thread(files.open_file, path)
         return DescriptorResponse(fd, size, *_content_headers(path, download))
 
-    @app.put("/v1/pads/{name}/files/{path:path}")
-    async def put_file(name: str, path: str, request: Request) -> JSONResponse:
+    @app.put("/v1/pads/{name}/files/{path:path}", **UPLOAD)
+    async def put_file(name: PadPath, path: FilePath, request: Request) -> JSONResponse:
+        """Write a file (parents created) from the raw body; it replaces the old one only
+        once whole."""
         limit = manager.settings.max_upload_bytes
         files = await files_of(name)
         upload = await asyncio.to_thread(files.upload, segment_name(path), limit)
@@ -86,8 +132,9 @@ def files_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         answer = {"path": upload.path, "size": upload.size}
         return JSONResponse(answer, status_code=201 if created else 200)
 
-    @app.delete("/v1/pads/{name}/files/{path:path}")
-    async def delete_file(name: str, path: str) -> dict[str, str]:
+    @app.delete("/v1/pads/{name}/files/{path:path}", **answers(FileDeleted, 400, 404, 409))
+    async def delete_file(name: PadPath, path: FilePath) -> dict[str, str]:
+        """Delete a file, a symbolic link or an empty directory."""
         files = await files_of(name)
         return {"deleted": await asyncio.to_thread(files.delete, segment_name(path))}
 

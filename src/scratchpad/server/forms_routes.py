@@ -18,6 +18,8 @@ from fastapi.responses import JSONResponse
 from scratchpad.connect.pending import PendingForms
 from scratchpad.server.browser_auth import form_scope
 from scratchpad.server.guard import error
+from scratchpad.server.openapi import answers
+from scratchpad.server.web_schemas import PendingFormInfo
 from scratchpad.vault.scrub import scrubber
 
 
@@ -42,8 +44,10 @@ def forms_routes(app: FastAPI, forms: PendingForms) -> None:
     async def out_of_scope(request: Request, exc: OutOfScope) -> JSONResponse:
         return error(403, str(exc), "Forbidden")
 
-    @app.get("/v1/forms/{form_id}")
+    @app.get("/v1/forms/{form_id}", **answers(PendingFormInfo, 403, 404))
     async def form(form_id: str, request: Request) -> dict[str, Any]:
+        """A form the model asked for over MCP: its spec, status and, once completed, the
+        connection's names."""
         check_scope(request, form_id)
         described: dict[str, Any] = scrubber().scrub_data(forms.get(form_id).describe())
         return described  # the model's text, scrubbed like every answer that may carry it

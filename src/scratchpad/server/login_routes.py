@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from scratchpad.server.browser_auth import (
     FULL,
@@ -20,15 +20,18 @@ from scratchpad.server.browser_auth import (
 )
 from scratchpad.server.guard import BEARER, error
 from scratchpad.server.hosts import link_base
+from scratchpad.server.openapi import answers
 from scratchpad.server.pages import link_spent, logged_in
+from scratchpad.server.schemas import LoginLink, Ok
 
 COOKIE_RULES = "HttpOnly; SameSite=Strict; Path=/"  # no Secure: loopback is plain http
+NO_STORE = {"cache-control": {"schema": {"type": "string", "const": "no-store"}}}
 
 
 class LinkRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    next: str = "/"
-    scope: str = FULL
+    next: str = Field("/", description="The page the link opens: a path here, e.g. '/'.")
+    scope: str = Field(FULL, description="'all', or 'form:<form_id>' (that form only).")
 
 
 def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) -> None:
@@ -45,9 +48,10 @@ def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) ->
         response.headers["cache-control"] = "no-store"
         return response
 
-    @app.post("/v1/login-links")
+    @app.post("/v1/login-links", **answers(LoginLink, 400, 403, 422, headers=NO_STORE))
     async def login_link(request: Request, body: LinkRequest | None = None) -> Response:
-        """A one-time browser login link (10 minutes) that opens ``next``."""
+        """A one-time browser login link (10 minutes) that opens `next` (a path here) for a
+        session of `scope` (`all`, or `form:<form_id>`: that credential form only)."""
         if auth_of(request) not in (BEARER, FULL):
             return error(
                 403, "only the API key or a full session may make login links", "Forbidden"
@@ -59,8 +63,9 @@ def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) ->
         answer: dict[str, Any] = {"url": url, "expires_at": expires_at}
         return JSONResponse(answer, headers={"cache-control": "no-store"})
 
-    @app.post("/logout", include_in_schema=False)
+    @app.post("/logout", **answers(Ok, 403))
     async def logout(request: Request) -> Response:
+        """End this browser's session (its cookie is cleared)."""
         session_id = request.cookies.get(SESSION_COOKIE)
         if session_id:
             sessions.forget(session_id)

@@ -10,7 +10,8 @@ Route modules declare their answers in one line with :func:`answers` / :func:`ss
 
 Answers are documented, never validated (``response_model=None``): validating a pad's cells
 again on every call would cost the execute path. The document adds what every route of a
-guarded path answers anyway: 401 (no key), 413 (a body over the limit) and 500.
+guarded path answers anyway: 401 (no key, no session), 403 (a browser session refused),
+413 (a body over the limit) and 500; the open paths but ``/healthz`` may answer 403 too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from fastapi.responses import FileResponse, Response
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from scratchpad.server.browser_auth import SESSION_COOKIE
 from scratchpad.server.guard import OPEN_PATHS
 from scratchpad.server.schemas import ErrorBody
 from scratchpad.server.web_routes import WEB_DIR
@@ -32,22 +34,40 @@ from scratchpad.server.web_routes import WEB_DIR
 SCHEMAS = "#/components/schemas/"
 ERROR_TEXTS = {
     400: "Bad input: the message says what to change.",
-    401: "Missing or wrong API key: send 'Authorization: Bearer <key>'.",
-    404: "No such pad, cell, connection or submission.",
+    401: "Missing or wrong API key, and no live browser session: send 'Authorization: Bearer "
+    "<key>' (browsers: log in with a link from `scratchpad login`).",
+    403: "Refused to a browser (requests without the key): a Host that is not this server's, "
+    "a change sent with the session cookie from another site's page, or a form's session "
+    "outside its form.",
+    404: "No such pad, cell, file, form, connection or submission.",
     405: "Method not allowed on this route.",
-    409: "The pad was closed or removed meanwhile: start it again.",
-    413: "The request body is over the limit (SCRATCHPAD_MAX_REQUEST_BYTES).",
-    422: "The body is not JSON of the documented shape (the message names the field).",
+    409: "A conflict the message names: the pad was closed or removed meanwhile (start it "
+    "again), a form has ended, or a path is a directory where a file is needed (or the reverse).",
+    413: "The request body is over the limit (SCRATCHPAD_MAX_REQUEST_BYTES; an upload: "
+    "SCRATCHPAD_MAX_UPLOAD_BYTES).",
+    422: "The body or a parameter is not of the documented shape (the message names it).",
     500: "The server could not do it (the message, or the server log, says why).",
     502: "A language-model provider failed.",
 }
 DESCRIPTION = (
     "Persistent Python pads over HTTP: the remote-backend protocol (`/scratchpad/*`), read "
     "endpoints and the vault (`/v1/*`), MCP at `/mcp`. Every route but `/healthz` needs "
-    '`Authorization: Bearer <key>`. Errors answer `{"error": ..., "type": ...}`. Streams '
-    "are server-sent events: `data: <json>` frames (and `: ping` comments) separated by a "
-    "blank line."
+    "`Authorization: Bearer <key>`, or a browser session: the cookie a one-time login link "
+    "sets (`scratchpad login`; `POST /v1/login-links`). Errors answer "
+    '`{"error": ..., "type": ...}`. Streams are server-sent events: `data: <json>` frames '
+    "(and `: ping` comments) separated by a blank line."
 )
+SECURITY_SCHEMES: dict[str, Any] = {
+    "bearer": {"type": "http", "scheme": "bearer", "description": "The server's API key."},
+    "session": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": SESSION_COOKIE,
+        "description": "A browser session, set by a login link (`GET /login?token=...`). "
+        "Requests with it must name this server in `Host`; changes (POST, PUT, DELETE) must "
+        "come from its own pages (`Origin`); a form's session reaches only that form.",
+    },
+}
 MCP_OPERATION: dict[str, Any] = {
     "summary": "MCP (streamable HTTP)",
     "description": "The Model Context Protocol endpoint (JSON-RPC 2.0 over streamable HTTP; "
@@ -57,7 +77,11 @@ MCP_OPERATION: dict[str, Any] = {
 TAGS = (  # (path prefix, tag): the first that matches groups an operation on /docs
     ("/scratchpad/", "remote-backend protocol"),
     ("/v1/datavault/", "credential forms"),
+    ("/v1/forms/", "credential forms"),
+    ("/v1/login-links", "browser sessions"),
+    ("/logout", "browser sessions"),
     ("/v1/pads/{pad}/grants", "vault"),
+    ("/v1/pads/{name}/files", "files"),
     ("/v1/pads", "pads"),
     ("/v1/datasources/{engine}/{name}/test", "credential forms"),
     ("/v1/datasources", "vault"),
@@ -91,34 +115,60 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 def answers(
     body: type[BaseModel] | dict[str, Any],
     *statuses: int,
-    media_type: str = "application/json",
+    media_type: str | Iterable[str] = "application/json",
     description: str = "Done.",
+    also: dict[int, str] | None = None,
+    headers: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A route decorator's keyword arguments: its answer ``body`` (a model, or a schema),
-    documented under ``media_type``, and its error ``statuses``."""
+    documented under ``media_type`` (or each of several), and its error ``statuses``;
+    ``also``: other success statuses with the same body (status → description);
+    ``headers``: the answer's headers (name → OpenAPI header object)."""
     schema = ref(body) if isinstance(body, type) else body
+    media_types = [media_type] if isinstance(media_type, str) else list(media_type)
+    ok: dict[str, Any] = {
+        "description": description,
+        "content": {media: {"schema": schema} for media in media_types},
+    }
+    if headers:
+        ok["headers"] = headers
     responses: dict[int | str, dict[str, Any]] = {
-        200: {"description": description, "content": {media_type: {"schema": schema}}},
+        200: ok,
+        **{status: {**ok, "description": text} for status, text in (also or {}).items()},
         **errors(*statuses),
     }
     options: dict[str, Any] = {"response_model": None, "responses": responses}
-    if media_type != "application/json":  # no JSON answer besides this one
+    if media_types != ["application/json"]:  # no JSON answer besides these
         options["response_class"] = Response
     return options
 
 
-def sse(frames: Iterable[type[BaseModel]], *statuses: int, named: bool = False) -> dict[str, Any]:
+def sse(
+    frames: Iterable[type[BaseModel]],
+    *statuses: int,
+    named: bool = False,
+    numbered: bool = False,
+    ending: str = "the last one final",
+) -> dict[str, Any]:
     """A route answering server-sent events whose ``data:`` is one of ``frames`` (told apart
-    by their ``type``); ``named``: each frame also has an ``event:`` line with its type."""
+    by their ``type``); ``named``: each frame also has an ``event:`` line with its type;
+    ``numbered``: an ``id:`` line (0, 1, ...); ``ending``: how the stream ends."""
     models = list(frames)
     mapping = {kind: SCHEMAS + m.__name__ for m in models for kind in _type_values(m)}
     schema = {
         "oneOf": [ref(m) for m in models],
         "discriminator": {"propertyName": "type", "mapping": mapping},
     }
-    how = "`event: <type>` and `data: <json>`" if named else "`data: <json>`"
-    text = f"A stream of server-sent events: {how} frames, the last one final."
+    lines = ["`id: <n>`"] * numbered + ["`event: <type>`"] * named + ["`data: <json>`"]
+    text = f"A stream of server-sent events: {' and '.join(lines)} frames, {ending}."
     return answers(schema, *statuses, media_type="text/event-stream", description=text)
+
+
+def raw_body(description: str, media_type: str = "application/octet-stream") -> dict[str, Any]:
+    """A route's ``openapi_extra`` for a body the route reads itself as bytes (not JSON)."""
+    body = {"type": "string", "format": "binary"}
+    content = {media_type: {"schema": body}}
+    return {"requestBody": {"required": True, "description": description, "content": content}}
 
 
 def _type_values(model: type[BaseModel]) -> tuple[str, ...]:
@@ -163,10 +213,8 @@ def document(app: FastAPI) -> dict[str, Any]:
     for name, schema in model_schemas().items():
         if schemas.setdefault(name, schema) != schema:
             raise ValueError(f"two models in the document are named {name}: rename one")
-    components["securitySchemes"] = {
-        "bearer": {"type": "http", "scheme": "bearer", "description": "The server's API key."}
-    }
-    doc["security"] = [{"bearer": []}]
+    components["securitySchemes"] = SECURITY_SCHEMES
+    doc["security"] = [{name: []} for name in SECURITY_SCHEMES]  # either one
     return doc
 
 
@@ -181,6 +229,7 @@ def _complete(path: str, operation: dict[str, Any]) -> None:
         operation["security"] = []
     else:
         responses.setdefault("401", error_response(401))
+        responses.setdefault("403", error_response(403))
         if "requestBody" in operation:
             responses.setdefault("413", error_response(413))
         responses.setdefault("500", error_response(500))
@@ -190,12 +239,15 @@ def _complete(path: str, operation: dict[str, Any]) -> None:
 
 
 def _can_be_invalid(operation: dict[str, Any]) -> bool:
-    """Whether FastAPI may refuse the request's shape (422): a body, or a parameter that is
-    not a plain string in the path (a path segment is always some string)."""
-    if "requestBody" in operation:
+    """Whether FastAPI may refuse the request's shape (422): a JSON body, a parameter that is
+    not plain text, or a required one outside the path (a path segment is always some text;
+    a raw body is read by the route itself, as bytes)."""
+    if "application/json" in operation.get("requestBody", {}).get("content", {}):
         return True
     for parameter in operation.get("parameters", []):
-        if parameter.get("in") != "path" or parameter.get("schema", {}).get("type") != "string":
+        if parameter.get("schema", {}).get("type") != "string":
+            return True
+        if parameter.get("in") != "path" and parameter.get("required"):
             return True
     return False
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Query
 
 from scratchpad.errors import InvalidInputError, PadNotFoundError
 from scratchpad.runtime.cell import Cell, fit_cell, rough_chars
@@ -25,8 +25,12 @@ from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.names import url_component, validate_pad_name
 from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.runtime.watch import OVERFLOW, Subscription
+from scratchpad.server import schemas
 from scratchpad.server.guard import segment_name
+from scratchpad.server.openapi import answers, sse
+from scratchpad.server.schemas import PadPath
 from scratchpad.server.sse import EventStream
+from scratchpad.server.web_schemas import FEED_FRAMES, TextSlice
 
 FEED_PACE_BYTES = 256 * 1024  # a client further behind leaves events in its subscription
 FEED_CELL_BYTES = 1024 * 1024  # a recorded cell in the feed: long fields cut (read by slices)
@@ -34,11 +38,19 @@ BIG_CELL_CHARS = 256 * 1024  # fitted on a worker thread from this size
 TEXT_FIELDS = ("stdout", "stderr", "error", "result", "logs")
 DEFAULT_SLICE = 64 * 1024
 MAX_SLICE = 1024 * 1024
+ENDING = (
+    "endless while the client reads (`: ping` comments in quiet times); a client too far "
+    "behind gets `overflow`, the last frame: reconnect"
+)
+FIELD_HELP = f"One of {', '.join(TEXT_FIELDS)}."
+LENGTH_HELP = f"Characters to read (at most {MAX_SLICE})."
 
 
 def pad_feed_routes(app: FastAPI, manager: ScratchpadManager) -> None:
-    @app.get("/v1/pads/{name}/events")
-    async def pad_events(name: str) -> EventStream:
+    @app.get("/v1/pads/{name}/events", **sse(FEED_FRAMES, 400, numbered=True, ending=ENDING))
+    async def pad_events(name: PadPath) -> EventStream:
+        """The pad's live feed: a snapshot, then every event of the pad, whoever runs its
+        cells. The pad need not exist yet (status `new`)."""
         name = validate_pad_name(segment_name(name))
         watch = manager.watch(name)
         subscription = watch.subscribe()  # from here on, every event waits in it...
@@ -51,14 +63,20 @@ def pad_feed_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             numbered=True,
         )
 
-    @app.get("/v1/pads/{name}/info")
-    async def pad_info(name: str) -> dict[str, Any]:
+    @app.get("/v1/pads/{name}/info", **answers(schemas.PadInfo, 400, 404))
+    async def pad_info(name: PadPath) -> dict[str, Any]:
+        """One pad's line of the pad list."""
         return (await manager.pad_info(segment_name(name))).to_dict()
 
-    @app.get("/v1/pads/{name}/cells/{cell_id}/text")
+    @app.get("/v1/pads/{name}/cells/{cell_id}/text", **answers(TextSlice, 400, 404, 422))
     async def cell_text(
-        name: str, cell_id: str, field: str = "stdout", offset: int = 0, length: int = DEFAULT_SLICE
+        name: PadPath,
+        cell_id: str,
+        field: Annotated[str, Query(description=FIELD_HELP)] = "stdout",
+        offset: Annotated[int, Query(description="The first character (from 0).")] = 0,
+        length: Annotated[int, Query(description=LENGTH_HELP)] = DEFAULT_SLICE,
     ) -> dict[str, Any]:
+        """A slice of one long field of a recorded cell (what a fitted cell cut)."""
         if field not in TEXT_FIELDS:
             raise InvalidInputError(
                 f"unknown field {field[:40]!r}: ask for one of {', '.join(TEXT_FIELDS)}"

@@ -22,6 +22,7 @@ def html_page(status: int, title: str, *paragraphs: str, refresh: str = "") -> H
     page = (
         '<!doctype html>\n<html lang="en">\n<head>\n  <meta charset="utf-8">\n'
         f"{meta}  <title>{escape(title)} · Scratchpad</title>\n"
+        '  <link rel="icon" href="/static/favicon.svg" type="image/svg+xml">\n'
         '  <link rel="stylesheet" href="/static/style.css">\n</head>\n<body>\n'
         f'<main class="notice">\n  <h1>{escape(title)}</h1>\n{body}\n</main>\n</body>\n</html>\n'
     )

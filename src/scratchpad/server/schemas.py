@@ -122,6 +122,11 @@ class Ok(BaseModel):
     ok: Literal[True]
 
 
+class LoginLink(BaseModel):
+    url: str = Field(description="A one-time link: opening it logs a browser in.")
+    expires_at: float = Field(description="Epoch seconds: unused after that, it is void.")
+
+
 class CancelAnswer(BaseModel):
     ok: Literal[True]
     cancelled: bool = Field(description="False when there was nothing to cancel.")
@@ -141,11 +146,30 @@ class ServerInfo(BaseModel):
     sandbox_abi: int | None = Field(None, description="The Landlock ABI, when sandboxed.")
 
 
+class RunningBrief(BaseModel):
+    """The cell a busy pad runs."""
+
+    id: str
+    description: str
+
+
 class PadInfo(BaseModel):
+    """One pad's line of the pad list (runtime/padinfo.py); times are epoch seconds."""
+
     name: str
-    status: Literal["busy", "idle", "stopped"]
-    cells: int
+    status: Literal["idle", "busy", "stopped", "dead"] = Field(
+        description="busy: a cell runs; stopped: no kernel; dead: its kernel died and was not "
+        "restarted yet (the next cell restarts it; `cause` says how it died)."
+    )
+    cells: int = Field(description="Recorded cells.")
     queued: int = Field(description="Cells waiting behind the running one.")
+    busy_since: float | None = Field(description="When the running cell started.")
+    running: RunningBrief | None = Field(description="The running cell (busy, dead).")
+    memory_bytes: int | None = Field(
+        description="Resident memory of the kernel's processes (idle and busy pads)."
+    )
+    last_activity: float | None = Field(description="When a cell last started or ended.")
+    cause: str | None = Field(description="How the kernel died (dead pads only).")
 
 
 class PadList(BaseModel):

@@ -29,6 +29,7 @@ from scratchpad.server.schemas import (
     VaultDescription,
     VaultPath,
 )
+from scratchpad.server.web_schemas import EngineList
 from scratchpad.vault.audit import DEFAULT_LIMIT
 from scratchpad.vault.engines import ENGINES, engine_form
 
@@ -146,7 +147,7 @@ def _grant_routes(app: FastAPI, manager: ScratchpadManager) -> None:
 
 
 def _engine_routes(app: FastAPI) -> None:
-    @app.get("/v1/datasources/engines")
+    @app.get("/v1/datasources/engines", **answers(EngineList))
     async def engines() -> dict[str, Any]:
         """The known engines and a ready form for each (for a client's "add connection")."""
         listed = [
