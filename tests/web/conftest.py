@@ -104,8 +104,15 @@ def page(browser: Browser, web_server: WebServer) -> Iterator[Page]:
     context.close()
 
 
+SETTLED = """() => Promise.all(document.getAnimations()
+    .filter((a) => a.effect?.getComputedTiming().iterations !== Infinity)
+    .map((a) => a.finished.catch(() => null)))"""
+
+
 def screenshot(page: Page, name: str) -> Path:
-    """Save a screenshot of the page's main state as ``<output>/screenshots/<name>.png``."""
+    """Save a screenshot of the page's main state as ``<output>/screenshots/<name>.png``, once
+    its entrance animations have ended (spinners go on)."""
+    page.evaluate(SETTLED)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)

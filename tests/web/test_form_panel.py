@@ -1,6 +1,9 @@
-"""The credential form panel in a real browser: the patch dialect merged as in Python, blocks
-found in text split anywhere, and forms submitted to a real server whose probe is a script
-(success, failure, needs_input, a field to fix), multi-method forms and the status toast."""
+"""The credential form panel as a component, in a real browser: the patch dialect merged as in
+Python, blocks found in text split anywhere, multi-method forms, the status toast, hostile
+text, a submission the server refuses. The panel is mounted on a blank page of the server's
+origin (one empty container, the UI's CSP); whole flows through the probe are tested where a
+person meets them: the `/connect/{form_id}` page (test_connect_page.py) and the Vault page's
+side panel (test_vault_page.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from scratchpad.vault.forms import find_blocks, patch_block
-from tests.web.conftest import WebServer, screenshot
-from tests.web.probing import CELL, FAILURE, STATUS, SUCCESS, TOKEN, ProbeServer, call, probe_server
+from tests.web.conftest import WebServer
+from tests.web.probing import ProbeServer, probe_server
 
 VECTORS = json.loads(
     (Path(__file__).parent.parent / "data" / "form_patch_vectors.json").read_text("utf-8")
@@ -34,6 +37,8 @@ FORM = {
 
 @pytest.fixture(scope="module")
 def probing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProbeServer]:
+    """A server whose probe model is a script (a submission is checked before it is refused,
+    and the model's setting first of all)."""
     with probe_server(tmp_path_factory) as found:
         yield found
 
@@ -43,31 +48,59 @@ def web_server(probing: ProbeServer) -> WebServer:
     return probing.server
 
 
-@pytest.fixture
-def console(page: Page) -> list[str]:
-    """Every console message and page error of the test's page."""
-    seen: list[str] = []
-    page.on("console", lambda message: seen.append(message.text))
-    page.on("pageerror", lambda error: seen.append(str(error)))
-    return seen
+HARNESS = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>FormPanel</title>
+<link rel="stylesheet" href="/static/style.css"></head>
+<body><main id="harness"></main></body></html>"""
+CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:"
+
+
+def blank(page: Page) -> None:
+    """A blank page at the server's origin (so the UI's modules load from the server): one
+    empty container and the UI's CSP, nothing else of the app."""
+    page.route(
+        "**/harness.html",
+        lambda route: route.fulfill(
+            status=200, content_type="text/html", body=HARNESS,
+            headers={"Content-Security-Policy": CSP},
+        ),
+    )  # fmt: skip
+    page.goto("/harness.html")
+    expect(page.locator("body > *")).to_have_count(1)
 
 
 def open_panel(page: Page, spec: dict[str, Any]) -> None:
-    """A FormPanel on the server's page, as `window.panel`."""
-    page.goto("/")
+    """A FormPanel in the blank page's container, as `window.panel`."""
+    blank(page)
     page.evaluate(
         """async (spec) => {
             const { FormPanel } = await import("/static/form/panel.js");
-            const box = document.createElement("div");
-            box.id = "fp-test";
-            document.body.append(box);
-            window.panel = new FormPanel(box);
+            window.panel = new FormPanel(document.getElementById("harness"));
             window.panel.setForm(spec);
         }""",
         spec,
     )
-    expect(page.locator(".fp-panel .fp-title")).to_have_text(spec["title"])
+    expect(page.locator("#harness > .fp-panel .fp-title")).to_have_text(spec["title"])
     expect(page.locator(".fp-panel")).to_have_css("border-radius", "10px")  # form.css loaded
+
+
+def test_the_form_modules_use_the_one_dom_helper_module(page: Page) -> None:
+    loaded: list[str] = []
+    page.on("request", lambda request: loaded.append(request.url.split("/static/", 1)[-1]))
+    blank(page)
+    checks = page.evaluate(
+        """async () => {
+            await import("/static/form/panel.js");
+            await import("/static/vault.js");
+            const { h, outLink } = await import("/static/dom.js");
+            let refused = false;
+            try { h("div", { style: "color: red" }); } catch { refused = true; }
+            return [refused, outLink("javascript:alert(1)", "x"), outLink("https://a.b/", "x").rel];
+        }"""
+    )
+    assert checks == [True, None, "noopener noreferrer"]
+    assert "dom.js" in loaded and "form/dom.js" not in loaded
+    assert page.request.get("/static/form/dom.js").status == 404  # no second copy
 
 
 def fill(page: Page, values: dict[str, str]) -> None:
@@ -75,19 +108,8 @@ def fill(page: Page, values: dict[str, str]) -> None:
         page.locator(f".fp-field[data-field='{name}'] .fp-input").fill(value)
 
 
-def assert_nowhere(page: Page, console: list[str], *values: str) -> None:
-    """No value in the page's markup, its inputs or text, or the console."""
-    html = page.content()
-    inputs = page.eval_on_selector_all("input, textarea, select", "els => els.map(e => e.value)")
-    text = page.locator("body").inner_text()
-    for value in values:
-        assert value not in html and value not in text and value not in console
-        assert all(value not in found for found in inputs)
-        assert all(value not in message for message in console)
-
-
 def test_the_patch_vectors_merge_in_the_browser_as_in_python(page: Page) -> None:
-    page.goto("/")
+    blank(page)
     results = page.evaluate(
         """async (cases) => {
             const { mergePatch } = await import("/static/form/patch.js");
@@ -117,7 +139,7 @@ def test_blocks_are_found_in_text_split_anywhere(page: Page) -> None:
     )
     expected = [body for _, body in find_blocks(text)]
     assert len(expected) == 2
-    page.goto("/")
+    blank(page)
     results = page.evaluate(
         """async (text) => {
             const { BlockReader } = await import("/static/form/blocks.js");
@@ -148,87 +170,6 @@ def test_blocks_are_found_in_text_split_anywhere(page: Page) -> None:
     prose = results["whole"]["prose"]
     assert prose.startswith("Testing the connection…\n") and prose.endswith("Done.")
     assert "print('```data-vault-form')" in prose and "fm_x" not in prose
-
-
-def test_a_form_probes_to_success_without_leaving_a_value_behind(
-    page: Page, probing: ProbeServer, console: list[str]
-) -> None:
-    probing.plays(STATUS, CELL, SUCCESS)
-    open_panel(page, FORM)
-    panel = page.locator(".fp-panel")
-    expect(panel.locator(".fp-logo svg")).to_have_attribute("data-icon", "plug")
-    password = panel.locator("input[name='api_key']")
-    expect(password).to_have_attribute("type", "password")
-    expect(password).to_have_attribute("autocomplete", "new-password")
-    fill(page, {"base_url": probing.service, "api_key": TOKEN})
-    probing.gate.hold()
-    try:
-        panel.locator("[data-action='submit']").click()
-        assert probing.gate.waiting.wait(60), "the probe never called the service"
-        expect(panel.locator(".fp-toast-text")).to_have_text("Calling the service")
-        expect(panel.locator(".fp-toast .fp-spinner")).to_be_visible()
-        for name in ("base_url", "api_key"):
-            expect(panel.locator(f"[name='{name}']")).to_be_disabled()
-        expect(panel.locator("[data-action='submit']")).to_be_disabled()
-        expect(panel.locator(".fp-step")).to_have_text(["Call GET /me"])
-        box = panel.bounding_box()
-        screenshot(page, "form")
-    finally:
-        probing.gate.release()
-    expect(panel.locator(".fp-success")).to_contain_text("The service answered as alice.")
-    expect(panel.locator(".fp-success-title")).to_have_text("Connected")
-    actions = panel.locator(".fp-actions button")
-    expect(actions).to_have_text(["Close", "View connections →"])
-    expect(panel.locator(".fp-toast")).to_have_count(0)
-    expect(panel.locator(".fp-prose")).to_contain_text("Saved as http-api-key/")
-    assert box and box["width"] > 0
-    assert page.evaluate("window.panel.typed.size") == 0  # typed values forgotten
-    assert_nowhere(page, console, TOKEN, probing.service)
-
-
-def test_a_failure_shows_its_banner_over_the_restored_grid(
-    page: Page, probing: ProbeServer, console: list[str]
-) -> None:
-    probing.plays(CELL, FAILURE)
-    open_panel(page, FORM)
-    panel = page.locator(".fp-panel")
-    fill(page, {"base_url": probing.service, "api_key": "wrong-key-123"})
-    panel.locator("[data-action='submit']").click()
-    expect(panel.locator(".fp-banner-error")).to_have_text("The service refused the key.")
-    expect(panel.locator(".fp-banner-warning")).to_have_text("Check the key and retry.")
-    for name in ("base_url", "api_key"):
-        expect(panel.locator(f"[name='{name}']")).to_be_enabled()
-    expect(panel.locator("[name='api_key']")).to_have_value("wrong-key-123")  # kept to edit
-    expect(panel.locator(".fp-step")).to_have_class("fp-step fp-step-ok")
-    assert not any("wrong-key-123" in message for message in console)
-    assert "wrong-key-123" not in page.content()
-
-
-def test_a_field_to_fix_then_a_field_to_add_then_success(page: Page, probing: ProbeServer) -> None:
-    open_panel(page, FORM)
-    panel = page.locator(".fp-panel")
-    fill(page, {"base_url": probing.service})
-    panel.locator("[data-action='submit']").click()  # api_key empty: the shape check says so
-    api_key = panel.locator(".fp-field[data-field='api_key']")
-    expect(api_key.locator(".fp-msg-error")).to_contain_text("required")
-    expect(api_key).to_have_class("fp-field fp-has-error")
-    expect(panel.locator(".fp-banner-error")).to_contain_text("need fixing")
-
-    extra = {"name": "workspace", "label": "Workspace", "type": "text", "required": True}
-    probing.plays(CELL, call("request_extra_field", fields=[extra], reason="Which workspace?"))
-    fill(page, {"api_key": TOKEN})
-    panel.locator("[data-action='submit']").click()
-    expect(panel.locator(".fp-subtitle")).to_have_text("Which workspace?")
-    expect(api_key.locator(".fp-msg-error")).to_have_count(0)  # cleared by the new round
-    workspace = panel.locator("input[name='workspace']")
-    expect(workspace).to_be_enabled()
-    expect(panel.locator("[name='api_key']")).to_have_value(TOKEN)  # kept for the next round
-
-    probing.plays(CELL, SUCCESS)
-    workspace.fill("analytics")
-    panel.locator("[data-action='submit']").click()
-    expect(panel.locator(".fp-success")).to_contain_text("The service answered as alice.")
-    assert TOKEN not in page.content()
 
 
 METHODS_FORM = {
@@ -319,14 +260,6 @@ def test_the_status_toast_dismisses_and_a_new_status_brings_it_back(page: Page) 
     expect(field.locator(".fp-msg-status")).to_have_text("Validating…")
     expect(field.locator(".fp-msg-warning")).to_have_text("Looks short")
     assert page.locator("[style]").count() == 0  # CSP: no inline styles anywhere
-
-
-def test_the_connect_page_says_when_its_form_cannot_be_opened(page: Page) -> None:
-    page.goto("/connect/fm_unknown0001")
-    notice = page.locator(".cn-notice")
-    expect(notice.locator("h1")).to_have_text("This form could not be opened")
-    expect(notice.locator("p")).not_to_be_empty()
-    expect(page.locator(".fp-panel")).to_have_count(0)
 
 
 def test_hostile_form_text_stays_text(page: Page) -> None:

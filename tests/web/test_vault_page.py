@@ -1,9 +1,11 @@
-"""The Vault page in a real browser, against a real server whose probe is a script: it lists
-connections by name (never a value), adds one through the probe, edits one keeping its secret,
-tests one and removes one after asking."""
+"""The Vault page in a real browser, reached through the app's router (`#/vault`), against a
+real server whose probe is a script: it lists connections by name (never a value), adds one
+through the probe in a side panel, edits one keeping its secret, tests one and removes one
+after asking."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import httpx
@@ -48,19 +50,45 @@ def saved(api: httpx.Client, name: str, **fields: str) -> None:
 
 
 def open_vault(page: Page) -> Locator:
+    """The app's start page, then the Vault link of the top bar."""
     page.goto("/")
-    page.evaluate(
-        """async () => {
-            const { mount } = await import("/static/vault.js");
-            const box = document.createElement("div");
-            box.id = "vault-test";
-            document.body.append(box);
-            window.unmountVault = mount(box);
-        }"""
-    )
-    expect(page.locator(".vt-page h1")).to_have_text("Vault")
-    expect(page.locator(".vt-page")).to_have_css("max-width", "896px")  # vault.css loaded
-    return page.locator(".vt-page")
+    expect(page.locator(".pads-page")).to_be_visible()
+    page.get_by_role("navigation", name="main").get_by_role("link", name="Vault").click()
+    expect(page).to_have_url(re.compile(r"/#/vault$"))
+    return shown(page)
+
+
+def shown(page: Page) -> Locator:
+    """The Vault page, alone in the app's main area (the pads list is gone)."""
+    vault = page.locator("#app > .vt-page")
+    expect(vault.locator("h1")).to_have_text("Vault")
+    expect(page.locator(".pads-page, .pads")).to_have_count(0)
+    expect(page.locator("#app > *")).to_have_count(1)
+    expect(page.locator("[data-nav='vault']")).to_have_attribute("aria-current", "page")
+    expect(page.locator("[data-nav='pads']")).not_to_have_attribute("aria-current", "page")
+    expect(vault.locator(".vt-drawer")).to_have_css("position", "fixed")  # vault.css loaded
+    return vault
+
+
+def drawer(page: Page) -> Locator:
+    return page.locator("dialog.vt-drawer")
+
+
+def assert_side_panel(page: Page) -> None:
+    """The side panel is open, modal (a backdrop over the page), against the right-hand edge
+    and the whole height of the window."""
+    panel = drawer(page)
+    expect(panel).to_be_visible()
+    assert panel.evaluate("d => d.open && d.matches(':modal')")
+    panel.evaluate("d => Promise.all(d.getAnimations().map((a) => a.finished))")  # slid in
+    backdrop = panel.evaluate("d => getComputedStyle(d, '::backdrop').backgroundColor")
+    assert backdrop not in ("rgba(0, 0, 0, 0)", "transparent"), backdrop
+    size = page.viewport_size
+    box = panel.bounding_box()
+    assert size and box
+    assert abs(box["x"] + box["width"] - size["width"]) < 1 and box["y"] == 0
+    assert abs(box["height"] - size["height"]) < 1
+    assert box["width"] == min(size["width"], 512), box  # 32rem, or all of a narrow window
 
 
 def card(page: Page, name: str) -> Locator:
@@ -80,9 +108,53 @@ def test_a_connection_is_listed_by_name_never_by_value(page: Page, api: httpx.Cl
     html = page.content()
     for value in (SECRET, KEEP, BASE, "X-Api-Key"):
         assert value not in html
+    page.mouse.move(640, 700)  # no hover on the nav link
     screenshot(page, "vault")
-    page.evaluate("window.unmountVault()")
+    page.get_by_role("link", name="Pads").click()  # the router unmounts the page
+    expect(page.locator(".pads-page")).to_be_visible()
     expect(page.locator(".vt-page")).to_have_count(0)
+
+
+def test_the_vault_address_opens_the_vault_page_alone(page: Page) -> None:
+    page.goto("/#/vault")
+    shown(page)
+    assert page.title() == "Scratchpad"
+    page.reload()
+    shown(page)
+
+
+def test_add_opens_a_side_panel_that_closes(page: Page) -> None:
+    open_vault(page)
+    page.locator("[data-action='add']").click()
+    assert_side_panel(page)
+    picks = drawer(page).locator(".vt-engine-pick")
+    expect(picks.first).to_be_visible()
+    expect(drawer(page).locator("h2")).to_have_text("Add a connection")
+    assert picks.count() > 3
+    screenshot(page, "vault-add")
+    page.keyboard.press("Escape")
+    expect(drawer(page)).to_be_hidden()
+
+    page.locator("[data-action='add']").click()
+    drawer(page).locator(".vt-engine-pick[data-engine='http-api-key']").click()
+    form = drawer(page).locator(".fp-panel")
+    expect(form.locator(".fp-title")).to_have_text("Connect to HTTP API (API key)")
+    assert_side_panel(page)
+    form.locator(".fp-close").click()
+    expect(drawer(page)).to_be_hidden()
+    expect(page.locator(".fp-panel")).to_have_count(0)
+
+    page.locator("[data-action='add']").click()
+    expect(picks.first).to_be_visible()
+    page.mouse.click(100, 400)  # the backdrop, over the page at the left
+    expect(drawer(page)).to_be_hidden()
+
+    page.set_viewport_size({"width": 390, "height": 780})
+    page.locator("[data-action='add']").click()
+    drawer(page).locator(".vt-engine-pick[data-engine='http-api-key']").click()
+    expect(form.locator(".fp-title")).to_be_visible()
+    assert_side_panel(page)
+    screenshot(page, "vault-form-narrow")
 
 
 def test_edit_keeps_the_secret_left_empty(
@@ -91,8 +163,9 @@ def test_edit_keeps_the_secret_left_empty(
     saved(api, "edited", api_key=SECRET, header="Authorization")
     open_vault(page)
     card(page, "edited").locator("[data-action='edit']").click()
-    panel = page.locator(".vt-editor .fp-panel")
+    panel = drawer(page).locator(".fp-panel")
     expect(panel.locator(".fp-title")).to_have_text("Edit http-api-key/edited")
+    assert_side_panel(page)
     expect(panel.locator("[name='base_url']")).to_have_value(BASE)
     secret = panel.locator("[name='api_key']")
     expect(secret).to_have_value("")
@@ -110,10 +183,13 @@ def test_edit_keeps_the_secret_left_empty(
         "base_url": BASE, "api_key": SECRET, "header": "X-Api-Key"
     }  # fmt: skip
 
+    panel.locator("[data-action='close']").click()
+    expect(drawer(page)).to_be_hidden()
+
     card(page, "edited").locator("[data-action='edit']").click()  # a secret too short: refused
-    page.locator(".vt-editor [name='api_key']").fill("abc")
-    page.locator(".vt-editor [data-action='submit']").click()
-    expect(page.locator(".vt-editor .fp-banner-error")).to_contain_text("at least 6")
+    panel.locator("[name='api_key']").fill("abc")
+    panel.locator("[data-action='submit']").click()
+    expect(panel.locator(".fp-banner-error")).to_contain_text("at least 6")
     assert vault.load("http-api-key", "edited")["api_key"] == SECRET
 
 
@@ -139,18 +215,30 @@ def test_a_connection_is_added_through_the_probe(
     open_vault(page)
     page.locator("[data-action='add']").click()
     page.locator(".vt-engine-pick[data-engine='http-api-key']").click()
-    panel = page.locator(".vt-editor .fp-panel")
+    panel = drawer(page).locator(".fp-panel")
     expect(panel.locator(".fp-title")).to_have_text("Connect to HTTP API (API key)")
     expect(panel.locator(".fp-logo svg")).to_have_attribute("data-icon", "key")
     panel.locator("[name='base_url']").fill(probing.service)
     panel.locator("[name='api_key']").fill(TOKEN)
-    panel.locator("[data-action='submit']").click()
+    probing.gate.hold()
+    try:
+        panel.locator("[data-action='submit']").click()
+        assert probing.gate.waiting.wait(60), "the probe never called the service"
+        expect(panel.locator(".fp-toast-text")).to_have_text("Calling the service")
+        expect(panel.locator(".fp-step")).to_have_text(["Call GET /me"])
+        page.keyboard.press("Escape")  # not while the probe runs
+        page.mouse.click(100, 400)
+        assert_side_panel(page)
+        screenshot(page, "form")  # the README's picture
+    finally:
+        probing.gate.release()
     expect(panel.locator(".fp-success")).to_contain_text("The service answered as alice.")
     after = {d["name"] for d in api.get("/v1/datasources").json()["datasources"]}
     (new,) = after - before
     expect(card(page, new)).to_be_visible()  # the list reloaded
     panel.locator("[data-action='view_connections']").click()
-    expect(page.locator(".vt-editor .fp-panel")).to_have_count(0)
+    expect(drawer(page)).to_be_hidden()
+    expect(page.locator(".fp-panel")).to_have_count(0)
     assert TOKEN not in page.content()
 
 

@@ -1,12 +1,15 @@
 // /connect/{form_id}: a credential form a model asked for, on a page of its own. The form
 // comes from GET /v1/forms/{form_id} (its spec and whether it is still open); the person
-// fills it in and submits it to the probe; on success the agent is told by the server.
+// fills it in and submits it to the probe; on success the agent is told by the server. A
+// browser session opened by the form's link may reach this form only, so nothing here leads
+// elsewhere in the app (no "View connections").
 
 import { ApiError, getJSON } from "./api.js";
-import { h } from "./form/dom.js";
+import { h } from "./dom.js";
 import { FormPanel } from "./form/panel.js";
 
 export const DONE = "You can close this tab; the agent has been told.";
+const OUT_OF_REACH = ["view_connections"]; // the rest of the app: 403 for a one-form session
 const ENDED = {
   completed: ["This form is done", DONE],
   declined: ["This form was declined", "Ask the agent again if you want to connect."],
@@ -56,10 +59,11 @@ function show(root, spec) {
   root.replaceChildren();
   let saved = null; // the connection, once the probe succeeded
   const panel = new FormPanel(root, {
+    hiddenActions: OUT_OF_REACH,
     onDone(status, response) {
       if (status !== "success") return;
       saved = response.connection || {};
-      root.append(h("p", { class: "cn-done", role: "status" }, DONE), connectionLine(saved));
+      root.append(h("div", { class: "cn-after" }, h("p", { class: "cn-done", role: "status" }, DONE)));
     },
     onClose() {
       panel.destroy();

@@ -1,14 +1,17 @@
-// Small DOM helpers: every text goes in as textContent, never as HTML.
+// The web UI's one set of DOM helpers: every text goes in as textContent, never as HTML, and
+// no element gets a `style` attribute (the CSP allows styles from files only; code that must
+// set one uses `el.style` after building).
 
 /**
  * An element: `h("button", {class: "x", onclick: fn, "aria-label": "y"}, "text", child)`.
- * Attributes starting with "on" become listeners; `null`/`false` attributes are skipped;
- * strings among the children become text nodes.
+ * Attributes starting with "on" become listeners; `null`/`false` attributes are skipped,
+ * `true` sets one empty; strings among the children become text nodes.
  */
 export function h(tag, attrs = {}, ...children) {
   const element = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === null || value === undefined || value === false) continue;
+    if (key === "style") throw new Error("no style attributes: use classes (CSP)");
     if (key.startsWith("on") && typeof value === "function") {
       element.addEventListener(key.slice(2), value);
     } else if (key === "class") {
@@ -64,4 +67,30 @@ export function confirmDialog(title, message, action = "OK") {
     dialog.showModal();
     dialog.querySelector("button").focus();
   });
+}
+
+/** Whether `text` is an http(s) link (anything else is never made a link). */
+export function isWebLink(text) {
+  try {
+    const url = new URL(String(text));
+    return url.protocol === "https:" || url.protocol === "http:";
+  } catch {
+    return false;
+  }
+}
+
+/** A link that opens elsewhere, or nothing when `url` is not an http(s) link. */
+export function outLink(url, text, className) {
+  if (!isWebLink(url)) return null;
+  return h("a", { href: url, target: "_blank", rel: "noopener noreferrer", class: className }, text);
+}
+
+/**
+ * Load a stylesheet once (a `<link>`: the CSP allows files, not inline styles). Pass it
+ * resolved against the caller: `useStyles(new URL("./x.css", import.meta.url))`.
+ */
+export function useStyles(href) {
+  const url = new URL(href, document.baseURI).pathname;
+  if (document.querySelector(`link[rel="stylesheet"][href="${url}"]`)) return;
+  document.head.append(h("link", { rel: "stylesheet", href: url }));
 }

@@ -5,7 +5,8 @@
 
 import { getJSON, padPath, postStream, request, sendJSON } from "./api.js";
 import { BlockReader } from "./form/blocks.js";
-import { h, useStyles } from "./form/dom.js";
+import { h, useStyles } from "./dom.js";
+import { icon } from "./form/icons.js";
 import { FormPanel } from "./form/panel.js";
 
 useStyles(new URL("./vault.css", import.meta.url));
@@ -89,6 +90,7 @@ class VaultView {
     this.streams = new Set(); // AbortControllers of running tests
     this.message = h("p", { class: "vt-message", role: "status" });
     this.editor = h("div", { class: "vt-editor" });
+    this.drawer = this.sidePanel();
     this.list = h("div", { class: "vt-list" });
     const add = h("button", { type: "button", class: "vt-btn vt-btn-primary", "data-action": "add", onclick: () => this.chooseEngine() }, "Add connection");
     this.section = h(
@@ -97,10 +99,27 @@ class VaultView {
       h("header", { class: "vt-head" }, h("h1", {}, "Vault"), add),
       h("p", { class: "vt-intro" }, "Connections pads get as DS_* variables. Values never leave the server: secrets show as stored."),
       this.message,
-      this.editor,
       this.list,
+      this.drawer,
     );
     root.replaceChildren(this.section);
+  }
+
+  /**
+   * The side panel (a modal `<dialog>` at the right, full width when narrow) that holds the
+   * engine picker and the form: Esc, the backdrop or the panel's × close it, but not while a
+   * probe runs (closing would drop the typed values mid-test).
+   */
+  sidePanel() {
+    const drawer = h("dialog", { class: "vt-drawer", "aria-label": "Connection" }, this.editor);
+    drawer.addEventListener("cancel", (event) => {
+      event.preventDefault();
+      if (!this.panel?.busy) this.closePanel();
+    });
+    drawer.addEventListener("click", (event) => {
+      if (event.target === drawer && !this.panel?.busy) this.closePanel();
+    });
+    return drawer;
   }
 
   destroy() {
@@ -170,16 +189,25 @@ class VaultView {
     );
   }
 
-  // --- add and edit: a FormPanel in the editor --------------------------------------------
+  // --- add and edit: a FormPanel in the side panel ----------------------------------------
 
   closePanel() {
     this.panel?.destroy();
     this.panel = null;
     this.editor.replaceChildren();
+    if (this.drawer.open) this.drawer.close();
+  }
+
+  /** Show `children` in the side panel (opening it when closed), in place of the last. */
+  showInDrawer(...children) {
+    this.panel?.destroy();
+    this.panel = null;
+    this.editor.replaceChildren(...children);
+    if (!this.drawer.open) this.drawer.showModal();
   }
 
   openPanel(spec, options = {}) {
-    this.closePanel();
+    this.showInDrawer();
     this.panel = new FormPanel(this.editor, {
       onClose: () => this.closePanel(),
       onAction: (id) => {
@@ -190,7 +218,6 @@ class VaultView {
       ...options,
     });
     this.panel.setForm(spec);
-    this.panel.root.scrollIntoView?.({ block: "nearest" });
   }
 
   async chooseEngine() {
@@ -199,12 +226,17 @@ class VaultView {
     } catch (error) {
       return this.say(`The engines could not be listed: ${error.message}`);
     }
-    this.closePanel();
     const cards = this.engines.map((engine) =>
-      h("button", { type: "button", class: "vt-engine-pick", "data-engine": engine.engine, onclick: () => this.add(engine) }, engine.label),
+      h("button", { type: "button", class: "vt-engine-pick", "data-engine": engine.engine, onclick: () => this.add(engine) },
+        h("span", { class: "vt-engine-icon" }, icon(engine.logo)), engine.label),
     );
-    const cancel = h("button", { type: "button", class: "vt-btn", onclick: () => this.closePanel() }, "Cancel");
-    this.editor.replaceChildren(h("div", { class: "vt-engines" }, h("p", {}, "Which kind of connection?"), h("div", { class: "vt-engine-list" }, cards), cancel));
+    const close = h("button", { type: "button", class: "fp-close", "aria-label": "Close", onclick: () => this.closePanel() }, icon("close"));
+    this.showInDrawer(
+      h("div", { class: "vt-engines" },
+        h("header", { class: "vt-engines-head" }, h("h2", {}, "Add a connection"), close),
+        h("p", {}, "Which kind of connection? Its form is tested by a probe before it is saved."),
+        h("div", { class: "vt-engine-list" }, cards)),
+    );
   }
 
   add(engine) {

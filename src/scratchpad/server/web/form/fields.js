@@ -2,7 +2,7 @@
 // slots (error, warning, status; help when none of them is set). Values live in the panel's
 // memory and are put into inputs as properties, never as attributes or text.
 
-import { h } from "./dom.js";
+import { h } from "../dom.js";
 
 const SECRET_TYPES = new Set(["password", "textarea"]);
 const SECRET_NAME = /password|passphrase|secret|token|key|credential|auth/i;

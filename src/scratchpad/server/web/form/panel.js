@@ -6,7 +6,7 @@
 
 import { ApiError, postStream } from "../api.js";
 import { BlockReader, FORM_BLOCK } from "./blocks.js";
-import { h, outLink, useStyles } from "./dom.js";
+import { h, outLink, useStyles } from "../dom.js";
 import { initialValue, renderField } from "./fields.js";
 import { icon } from "./icons.js";
 import { clone, mergePatch } from "./patch.js";
@@ -58,7 +58,8 @@ export class FormPanel {
    * A panel appended to `container`. Options: `onSubmit(submission, panel)` replaces the
    * probe (a promise; what it throws shows as the form's error); `onDone(status, response,
    * panel)` after a probe's verdict; `onAction(id, panel)` (true: handled); `onClose()`;
-   * `successTitle` (default "Connected"); `submitUrl`.
+   * `successTitle` (default "Connected"); `submitUrl`; `hiddenActions` (ids never shown,
+   * e.g. "view_connections" where the rest of the app is out of reach).
    */
   constructor(container, options = {}) {
     this.options = options;
@@ -278,7 +279,8 @@ export class FormPanel {
   }
 
   actions(list, success) {
-    const buttons = list.map((action) => {
+    const hidden = new Set(this.options.hiddenActions || []);
+    const buttons = list.filter((action) => !hidden.has(action.id)).map((action) => {
       const kind = action.kind || "secondary";
       const submits =
         !success && (action.id === "submit" || (kind === "primary" && !CLOSERS.has(action.id)));
