@@ -6,9 +6,11 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +61,18 @@ def wait_healthy(url: str, process: subprocess.Popen[Any]) -> None:
             process.kill()
             raise RuntimeError(f"the server did not come up: {process.communicate()[0]}")
         time.sleep(0.05)
+
+
+@contextmanager
+def serving(handler: Callable[..., BaseHTTPRequestHandler]) -> Iterator[str]:
+    """The base URL of a small HTTP server on a loopback port, answering with ``handler`` on
+    a thread of its own (a service a probe calls, another site a page comes from)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

@@ -10,17 +10,17 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from scratchpad.llm.messages import ToolCall
+from tests.server_helpers import serving
 
 TOKEN = "tok_9f2c6e1b7d4a5830c2e1f0ab"
 
@@ -53,15 +53,8 @@ class BearerHandler(BaseHTTPRequestHandler):
 @contextmanager
 def bearer_service() -> Iterator[str]:
     """The base URL of a service on a loopback port that checks a bearer token."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), BearerHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(BearerHandler) as url:
+        yield url
 
 
 READ_ENV = """\
@@ -181,6 +174,7 @@ POSTGRES_CHECK = (
     READ_ENV
     + """\
 import subprocess
+
 env = {**os.environ, "PGPASSWORD": creds["DS_PASSWORD"], "PGCONNECT_TIMEOUT": "5"}
 done = subprocess.run(
     ["psql", "-h", creds["DS_HOST"], "-p", creds["DS_PORT"], "-U", creds["DS_USER"],

@@ -10,14 +10,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.connect.services import HTTP_CHECK, TOKEN, BearerHandler
-from tests.server_helpers import running_server
+from tests.server_helpers import running_server, serving
 from tests.web.conftest import WebServer
 
 HOLD_S = 60  # the longest a held answer waits for its release
@@ -49,16 +48,11 @@ def gated_service(gate: Gate) -> Iterator[str]:
             gate.open.wait(HOLD_S)
             super().do_GET()
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        with serving(Handler) as url:
+            yield url
     finally:
         gate.release()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 # the service may hold its answer (to show the form mid-probe): the cell waits longer

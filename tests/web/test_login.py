@@ -3,15 +3,15 @@ origin that tries to use that browser's session."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page
 
+from tests.server_helpers import serving
 from tests.web.conftest import WebServer, login_link, screenshot
 
 # A request another page may send without a preflight (no-cors, no body), with the browser's
@@ -39,16 +39,8 @@ def other_site(tmp_path: Path, web_server: WebServer) -> Iterator[str]:
     """Another origin on this machine (127.0.0.1, another port: the same *site*, so a
     SameSite=Strict cookie still travels) serving a page that attacks the server."""
     (tmp_path / "attack.html").write_text(ATTACK % {"server": web_server.url})
-    handler = partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    with serving(partial(SimpleHTTPRequestHandler, directory=str(tmp_path))) as url:
+        yield url
 
 
 def test_a_login_link_opens_the_ui_without_the_key(
