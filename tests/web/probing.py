@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.connect.services import HTTP_CHECK, TOKEN, BearerHandler
+from tests.connect.services import HTTP_CHECK, TOKEN, BearerHandler, http_form
 from tests.server_helpers import running_server, serving
 from tests.web.conftest import WebServer
 
@@ -102,3 +102,12 @@ def probe_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProbeServ
 
 
 __all__ = ["CELL", "FAILURE", "STATUS", "SUCCESS", "TOKEN", "Gate", "ProbeServer", "call"]
+
+
+def labelled_form(**more: Any) -> dict[str, Any]:
+    """The test service's form as a person sees it in the panel: labels and an icon."""
+    fields = [
+        {"name": "base_url", "label": "Base URL", "type": "url", "required": True},
+        {"name": "api_key", "label": "API key", "type": "password", "required": True},
+    ]
+    return http_form(logo="plug", fields=fields, **more)

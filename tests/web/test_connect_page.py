@@ -15,20 +15,21 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.web.conftest import WebServer, screenshot
 from tests.web.pending import open_form, request_credentials
-from tests.web.probing import CELL, FAILURE, STATUS, SUCCESS, TOKEN, ProbeServer, call, probe_server
+from tests.web.probing import (
+    CELL,
+    FAILURE,
+    STATUS,
+    SUCCESS,
+    TOKEN,
+    ProbeServer,
+    call,
+    labelled_form,
+    probe_server,
+)
 
 DONE = "You can close this tab; the agent has been told."
 STATUS_OF = "(path) => fetch(path).then((r) => r.status)"
-FORM: dict[str, Any] = {
-    "engine": "http-api-key",
-    "title": "Connect the test service",
-    "subtitle": "A key for GET /me, to read the service's users.",
-    "logo": "plug",
-    "fields": [
-        {"name": "base_url", "label": "Base URL", "type": "url", "required": True},
-        {"name": "api_key", "label": "API key", "type": "password", "required": True},
-    ],
-}
+FORM = labelled_form(subtitle="A key for GET /me, to read the service's users.")
 
 
 @pytest.fixture(scope="module")

@@ -17,22 +17,12 @@ from playwright.sync_api import Page, expect
 
 from scratchpad.vault.forms import find_blocks, patch_block
 from tests.web.conftest import WebServer
-from tests.web.probing import ProbeServer, probe_server
+from tests.web.probing import ProbeServer, labelled_form, probe_server
 
 VECTORS = json.loads(
     (Path(__file__).parent.parent / "data" / "form_patch_vectors.json").read_text("utf-8")
 )["cases"]
-FORM = {
-    "form_id": "fm_test0001",
-    "engine": "http-api-key",
-    "title": "Connect the test service",
-    "subtitle": "A key for GET /me.",
-    "logo": "plug",
-    "fields": [
-        {"name": "base_url", "label": "Base URL", "type": "url", "required": True},
-        {"name": "api_key", "label": "API key", "type": "password", "required": True},
-    ],
-}
+FORM = labelled_form(form_id="fm_test0001", subtitle="A key for GET /me.")
 
 
 @pytest.fixture(scope="module")
