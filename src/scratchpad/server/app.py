@@ -146,7 +146,7 @@ def create_app(
     app = FastAPI(
         title="Scratchpad", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None
     )
-    app.state.forms = forms  # for the page that fills a form in
+    app.state.forms = forms  # the pending forms, reachable from the app (tests open some)
     hosts = OwnHosts(origin, manager.settings.allowed_hosts)
     limit, uploads = manager.settings.max_request_bytes, upload_limit(manager.settings)
     app.add_middleware(
