@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import tempfile
 import zipfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -106,7 +108,15 @@ def build_wheel(directory: Path, name: str, version: str = "1.0", body: str = ""
 
 
 @pytest.fixture
-def wheel(tmp_path: Path) -> Path:
-    wheels = tmp_path / "wheels"
-    wheels.mkdir()
-    return build_wheel(wheels, "sp_demo_pkg")
+def readable_dir() -> Iterator[Path]:
+    """A directory every user may read (pads of a root server run as another user, and
+    pytest's own temporary directories are the root user's alone)."""
+    path = Path(tempfile.mkdtemp(prefix="scratchpad-test-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def wheel(readable_dir: Path) -> Path:
+    return build_wheel(readable_dir, "sp_demo_pkg")

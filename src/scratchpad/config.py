@@ -66,8 +66,13 @@ class Settings(BaseSettings):
 
     sandbox: Literal["auto", "off", "require"] = Field(
         "auto",
-        description="Landlock sandbox of pad kernels: auto (where the kernel has it), off, or "
-        "require (pads refuse to start without it).",
+        description="Confinement of pads (Landlock, namespaces, identity): auto (what this "
+        "system has), off, or require (pads refuse to start without Landlock, or when a "
+        "mechanism this system has fails).",
+    )
+    pad_user: str = Field(
+        "nobody",
+        description="Who pads run as when the server runs as root: a user name or uid[:gid].",
     )
 
     # The vault (see scratchpad.vault).

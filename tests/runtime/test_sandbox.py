@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -11,7 +12,7 @@ import pytest
 
 from scratchpad.config import Settings
 from scratchpad.errors import SandboxError
-from scratchpad.runtime import sandboxing
+from scratchpad.runtime import confinement
 from scratchpad.runtime.base import PadLLM, ScratchpadRuntime
 from scratchpad.runtime.inkernel import sandbox
 from scratchpad.runtime.local import LocalRuntime
@@ -52,21 +53,33 @@ def refusal(cell_code: str) -> str:
     return f"try:\n{body}\n{verdict}"
 
 
+@pytest.fixture
+def without_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A system where pads get Landlock alone (what the probe found, without namespaces)."""
+    monkeypatch.setattr(confinement, "_support", {})
+    probe = confinement._probe
+    monkeypatch.setattr(
+        confinement,
+        "_probe",
+        lambda settings: replace(probe(settings), namespaces=False, identity=None),
+    )
+
+
+def namespaces_work(settings: Settings) -> bool:
+    return confinement.support(settings).namespaces
+
+
 @landlock
 @pytest.mark.parametrize("hidden", [True, False], ids=["home hidden", "home refused"])
 async def test_a_cell_cannot_reach_the_home_or_write_outside_the_workspace(
-    manager: ScratchpadManager,
-    workspace: Path,
-    tmp_path: Path,
-    hidden: bool,
-    monkeypatch: pytest.MonkeyPatch,
+    manager: ScratchpadManager, tmp_path: Path, hidden: bool, request: pytest.FixtureRequest
 ) -> None:
     """The home inside the workspace (a bound workspace) is hidden where the system allows a
     mount namespace (the pad finds it empty), else refused by Landlock (PermissionError)."""
-    if hidden and not sandboxing.can_hide():
-        pytest.skip("this system does not let a process mount in a namespace of its own")
     if not hidden:
-        monkeypatch.setitem(sandboxing._hiding, "works", False)
+        request.getfixturevalue("without_namespaces")
+    elif not namespaces_work(manager.settings):
+        pytest.skip("this system does not let a process mount in a namespace of its own")
     home = manager.settings.home
     other = await manager.get_or_create("other")
     await other.execute("x = 1")
@@ -88,7 +101,7 @@ async def test_a_cell_cannot_reach_the_home_or_write_outside_the_workspace(
         cell = await pad.execute(refusal(code))
         assert cell.stdout.strip() in expected, (code, cell.stdout, cell.error)
     escape = await pad.execute(refusal(f"open({str(outside / 'escaped.txt')!r}, 'w')"))
-    assert escape.stdout.strip() == "EACCES", escape.error
+    assert escape.stdout.strip() in ("EACCES", "ENOENT"), escape.error  # refused, or not there
     child = await pad.execute(
         f"import subprocess\nsubprocess.run(['cat', {str(home / 'api_key')!r}], "
         "capture_output=True, text=True).returncode"
@@ -99,8 +112,20 @@ async def test_a_cell_cannot_reach_the_home_or_write_outside_the_workspace(
     assert all(json.loads(line) for line in history)  # nothing appended by the cell
 
 
+def unreachable(cell_code: str) -> str:
+    """A cell that prints UNREACHABLE when ``cell_code`` is refused (PermissionError, a
+    read-only file system) or finds nothing there (a hidden path)."""
+    body = "\n".join(f"    {line}" for line in cell_code.splitlines())
+    verdict = (
+        "except (PermissionError, FileNotFoundError):\n    print('UNREACHABLE')\n"
+        "except OSError as exc:\n    print('UNREACHABLE' if exc.errno == 30 else repr(exc))\n"
+        "else:\n    print('REACHED')"
+    )
+    return f"try:\n{body}\n{verdict}"
+
+
 @landlock
-async def test_a_home_outside_the_workspace_is_refused_with_permission_error(
+async def test_a_home_outside_the_workspace_is_out_of_reach(
     own_home: ScratchpadRuntime, settings: Settings
 ) -> None:
     home = settings.home
@@ -112,8 +137,8 @@ async def test_a_home_outside_the_workspace_is_refused_with_permission_error(
         f"open({str(home / 'vault' / 'postgres+prod.fernet')!r}).read()",
         f"open({str(home / 'new-file')!r}, 'w')",
     ):
-        cell = await own_home.execute(denied(code))
-        assert cell.stdout.strip() == "DENIED", (code, cell.error)
+        cell = await own_home.execute(unreachable(code))
+        assert cell.stdout.strip() == "UNREACHABLE", (code, cell.error)
 
 
 @landlock
@@ -137,7 +162,7 @@ async def test_a_workspace_that_holds_the_home_takes_new_files_anywhere(
 ) -> None:
     """A bound workspace keeps its home inside: hidden in the pad's own mount namespace, so
     the whole workspace is the pad's, top level included."""
-    if not sandboxing.can_hide():
+    if not namespaces_work(settings):
         pytest.skip("this system does not let a process mount in a namespace of its own")
     manager = ScratchpadManager(workspace=workspace, settings=settings)
     try:
@@ -157,10 +182,10 @@ async def test_a_workspace_that_holds_the_home_takes_new_files_anywhere(
 
 
 @landlock
+@pytest.mark.usefixtures("without_namespaces")
 async def test_without_hiding_only_subdirectories_of_a_workspace_holding_the_home_take_new_files(
-    settings: Settings, workspace: Path, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, workspace: Path
 ) -> None:
-    monkeypatch.setitem(sandboxing._hiding, "works", False)  # a system without namespaces
     (workspace / "existing.txt").write_text("before")
     (workspace / "data").mkdir()
     manager = ScratchpadManager(workspace=workspace, settings=settings)
@@ -266,6 +291,7 @@ async def test_require_refuses_to_start_without_landlock(
     monkeypatch: pytest.MonkeyPatch, settings: Settings, workspace: Path
 ) -> None:
     monkeypatch.setattr(sandbox, "landlock_abi", lambda: 0)  # the test seam: "no Landlock"
+    monkeypatch.setattr(confinement, "_support", {})
     strict = settings.model_copy(update={"sandbox": "require"})
     manager = ScratchpadManager(workspace=workspace, settings=strict)
     try:
@@ -281,8 +307,9 @@ async def test_require_starts_a_sandboxed_kernel(settings: Settings, workspace: 
     pad = LocalRuntime("strict", root=strict.home / "pads" / "s", cwd=workspace, settings=strict)
     await pad.start()
     try:
-        cell = await pad.execute(denied(f"open({str(strict.home / 'pads' / 's' / 'pad.json')!r})"))
-        assert cell.stdout.strip() == "DENIED"
+        target = strict.home / "pads" / "s" / "pad.json"
+        cell = await pad.execute(unreachable(f"open({str(target)!r})"))
+        assert cell.stdout.strip() == "UNREACHABLE"
     finally:
         await pad.close()
 
@@ -313,6 +340,7 @@ async def test_the_server_reports_the_sandbox(
     expected: str,
 ) -> None:
     monkeypatch.setattr(sandbox, "landlock_abi", lambda: abi)
+    monkeypatch.setattr(confinement, "_support", {})
     chosen = settings.model_copy(update={"sandbox": setting})
     manager = ScratchpadManager(workspace=workspace, settings=chosen)
     app = create_app(manager, api_key="k" * 32)
@@ -330,10 +358,12 @@ def test_the_banner_warns_when_pads_are_unsandboxed(
     from scratchpad.server.serve import banner
 
     monkeypatch.setattr(sandbox, "landlock_abi", lambda: 0)
+    monkeypatch.setattr(confinement, "_support", {})
     assert "sandbox: unavailable" in banner("127.0.0.1", 1, settings)
     off = settings.model_copy(update={"sandbox": "off"})
     assert "sandbox: off" in banner("127.0.0.1", 1, off)
     monkeypatch.setattr(sandbox, "landlock_abi", lambda: 7)
+    monkeypatch.setattr(confinement, "_support", {})
     assert "sandbox" not in banner("127.0.0.1", 1, settings)
 
 
@@ -353,6 +383,7 @@ async def test_a_replaced_interpreter_is_never_started(own_home: ScratchpadRunti
 
 
 @landlock
+@pytest.mark.usefixtures("without_namespaces")
 async def test_a_file_added_beside_the_home_after_the_start_says_to_reset(
     own_home: ScratchpadRuntime, tmp_path: Path
 ) -> None:
@@ -374,12 +405,14 @@ async def test_a_file_added_beside_the_home_after_the_start_says_to_reset(
 async def test_a_refusal_by_the_sandbox_says_where_the_pad_may_write(
     own_home: ScratchpadRuntime, tmp_path: Path
 ) -> None:
-    outside = tmp_path / "not-the-workspace"
-    outside.mkdir()
-    cell = await own_home.execute(f"open({str(outside / 'x.txt')!r}, 'w')")
+    cell = await own_home.execute("open('/etc/scratchpad-not-here.txt', 'w')")
     assert cell.status == "error"
     assert "PermissionError" in (cell.error or "")
     assert "this pad runs sandboxed" in (cell.error or "")
+    outside = tmp_path / "not-the-workspace"
+    outside.mkdir()
+    hidden = await own_home.execute(f"open({str(outside / 'x.txt')!r}, 'w')")
+    assert hidden.status == "error" and "this pad runs sandboxed" in (hidden.error or "")
     other = await own_home.execute("raise PermissionError('not from the sandbox?')")
     assert "runs sandboxed" in (other.error or "")  # any PermissionError: it may be the cause
     plain = await own_home.execute("1 / 0")

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from scratchpad.runtime.sandboxing import around, pad_environment, pad_rules
+from scratchpad.runtime.sandboxing import (
+    PadPaths,
+    around,
+    blocked_ancestors,
+    pad_environment,
+    pad_rules,
+    pad_view,
+)
 
 
 def test_descent_around_the_home_lists_ancestors_and_grants_their_other_entries(
@@ -41,60 +49,118 @@ def test_symlinks_into_or_above_the_home_are_left_out(tmp_path: Path) -> None:
     assert granted == {str(tmp_path / "plain")}
 
 
-def test_pad_rules_with_the_home_inside_the_workspace(tmp_path: Path) -> None:
-    workspace = tmp_path / "ws"
-    home = workspace / ".scratchpad"
+def pad_layout(workspace: Path, home: Path) -> PadPaths:
     root = home / "pads" / "main"
-    for name in ("bin", "lib", "include"):
+    for name in ("bin", "lib", "include", "tmp"):
         (root / name).mkdir(parents=True)
     (root / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (root / "history.jsonl").write_text("")
+    workspace.mkdir(exist_ok=True)
+    return PadPaths(home=home, workspace=workspace, root=root, tmp=root / "tmp")
+
+
+def test_landlock_alone_descends_around_the_home_inside_the_workspace(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    paths = pad_layout(workspace, workspace / ".scratchpad")
+    root = paths.root
     (workspace / "data").mkdir()
     (workspace / "README.md").write_text("x")
-    rules = pad_rules(home=home, workspace=workspace, root=root, tmp=root / "tmp")
+    rules = pad_rules(paths, namespaces=False)
     modes = dict(reversed(rules))  # the first rule of a path wins here
     assert modes[str(workspace)] == "list"
     assert (str(workspace / "data"), "rw") in rules
     assert (str(workspace / "README.md"), "rw") in rules
     assert (str(root / "bin"), "rw") in rules and (str(root / "lib"), "rw") in rules
     assert (str(root / "pyvenv.cfg"), "ro") in rules
-    assert (str(root / "tmp"), "rw") in rules and ("/dev", "rw") in rules
-    assert not any(path in (str(home), str(root)) for path, _ in rules)
+    assert (str(root / "tmp"), "rw") in rules
+    assert not any(path in (str(paths.home), str(root)) for path, _ in rules)
     assert not any(path.endswith(("history.jsonl", "pad.json")) for path, _ in rules)
     assert ("/", "list") in rules
 
 
-def test_a_hidden_home_lets_the_whole_workspace_be_granted(tmp_path: Path) -> None:
-    from scratchpad.config import Settings
-    from scratchpad.runtime.sandboxing import hide_spec
+def test_landlock_alone_grants_only_the_harmless_devices(tmp_path: Path) -> None:
+    """No rule covers /dev as a whole: block devices and the user's terminals stay shut."""
+    paths = pad_layout(tmp_path / "ws", tmp_path / "home")
+    rules = pad_rules(paths, namespaces=False)
+    devices = {path for path, _ in rules if path.startswith("/dev")}
+    assert devices == {
+        f"/dev/{name}" for name in ("null", "zero", "full", "random", "urandom", "shm")
+    }
+    assert not any(path == "/dev" for path, _ in rules)
 
+
+def test_landlock_alone_keeps_the_servers_code_inside_the_workspace_read_only(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    code = workspace / "src" / "pkg"
+    code.mkdir(parents=True)
+    paths = replace(pad_layout(workspace, tmp_path / "home"), server=(code,))
+    rules = pad_rules(paths, namespaces=False)
+    assert (str(workspace), "list") in rules and (str(workspace / "src"), "list") in rules
+    assert not any(path == str(code) for path, _ in rules)
+
+
+def test_with_namespaces_the_rules_are_read_only_everywhere_but_the_pads_own(
+    tmp_path: Path,
+) -> None:
+    paths = pad_layout(tmp_path / "ws", tmp_path / "home")
+    rules = pad_rules(paths, namespaces=True)
+    assert rules[0] == ("/", "ro") and rules[-1] == ("/dev", "rw")
+    assert (str(paths.workspace), "rw") in rules and (str(paths.root / "bin"), "rw") in rules
+
+
+def test_the_view_hides_the_home_and_brings_back_the_pads_directories(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     home = workspace / ".scratchpad"
-    root = home / "pads" / "main"
-    for name in ("bin", "lib"):
-        (root / name).mkdir(parents=True)
-    rules = pad_rules(home=home, workspace=workspace, root=root, tmp=root / "tmp", hidden=True)
-    assert (str(workspace), "rw") in rules
-    assert not any(path == str(home) or path.endswith("history.jsonl") for path, _ in rules)
-    elsewhere = hide_spec(
-        Settings(home=tmp_path / "home"), workspace=workspace, root=root, tmp=root / "tmp"
-    )
-    assert elsewhere is None  # a home outside the workspace: nothing to hide
-    spec = hide_spec(Settings(home=home), workspace=workspace, root=root, tmp=root / "tmp")
-    if spec is not None:  # where Landlock and namespaces are there
-        assert spec["home"] == str(home.resolve())
-        assert (str(root / "pyvenv.cfg"), False) in spec["keep"]  # type: ignore[operator]
-        assert (str(root / "bin"), True) in spec["keep"]  # type: ignore[operator]
-        assert not any("history" in path for path, _ in spec["keep"])  # type: ignore[attr-defined]
+    paths = pad_layout(workspace, home)
+    view = pad_view(paths)
+    root = paths.root
+    assert view[0] == ("hide", str(home))
+    assert ("rw", str(root / "bin")) in view and ("rw", str(root / "tmp")) in view
+    assert ("ro", str(root / "pyvenv.cfg")) in view
+    assert not any(path.endswith(("history.jsonl", "pad.json")) for _, path in view)
+    assert not any(path == str(workspace) for _, path in view)  # granted as it is
 
 
-def test_pad_rules_with_the_home_outside_the_workspace(tmp_path: Path) -> None:
-    workspace, home = tmp_path / "ws", tmp_path / "home"
-    workspace.mkdir()
-    root = home / "pads" / "main"
-    rules = pad_rules(home=home, workspace=workspace, root=root, tmp=root / "tmp")
-    assert (str(workspace), "rw") in rules
-    assert (str(tmp_path), "list") in rules
+def test_the_view_pins_the_way_to_what_it_hides_inside_the_workspace(tmp_path: Path) -> None:
+    """Directories on the way to the home or the server's code cannot be renamed (they are
+    mount points), so nothing forged can be put in their place."""
+    workspace = tmp_path / "ws"
+    home = workspace / "a" / "b" / ".scratchpad"
+    paths = pad_layout(workspace, home)
+    code = workspace / "repo" / "src"
+    code.mkdir(parents=True)
+    view = pad_view(replace(paths, server=(code,)))
+    assert ("pin", str(workspace / "a")) in view and ("pin", str(workspace / "a" / "b")) in view
+    assert ("hide", str(home)) in view
+    assert ("pin", str(workspace / "repo")) in view and ("ro", str(code)) in view
+    order = [path for _, path in view]
+    assert order.index(str(workspace / "a")) < order.index(str(home))
+
+
+def test_a_view_for_another_identity_hides_what_it_cannot_pass_and_idmaps_its_own(
+    tmp_path: Path,
+) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    workspace = private / "ws"
+    paths = pad_layout(workspace, tmp_path / "home")
+    identity = (64000, 64000)
+    view = pad_view(paths, identity)
+    hidden = [Path(path) for kind, path in view if kind == "hide"]
+    blocked = blocked_ancestors([workspace], *identity)
+    assert blocked and set(blocked) <= set(hidden)  # only what the pad needs shows in them
+    assert ("rw", str(workspace)) in view  # bound back (idmapped: writable as the pad)
+    home = tmp_path / "home"
+    assert home in hidden or any(tree in home.parents for tree in hidden)  # out of sight
+
+
+def test_an_identity_gets_its_workspace_idmapped_where_it_lies(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    paths = pad_layout(tmp_path / "ws", tmp_path / "home")
+    assert ("rw", str(paths.workspace)) in pad_view(paths, (64000, 64000))
+    assert ("rw", str(paths.workspace)) not in pad_view(paths)
 
 
 def test_the_environment_is_the_allowlist(tmp_path: Path) -> None:

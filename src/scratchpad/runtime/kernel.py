@@ -26,6 +26,7 @@ from typing import Any
 from scratchpad.errors import KernelStartError, SandboxError
 from scratchpad.runtime.inkernel import protocol
 from scratchpad.runtime.procgroup import ProcessGroup
+from scratchpad.runtime.sandboxing import TRUSTED_FLAGS
 
 WORKER_PATH = Path(__file__).parent / "inkernel" / "worker.py"
 READ_SIZE = 1 << 20
@@ -77,7 +78,7 @@ class KernelProcess:
     @classmethod
     async def spawn(
         cls,
-        python: Path,
+        python: Path | str,
         *,
         cwd: Path,
         env: dict[str, str],
@@ -85,11 +86,12 @@ class KernelProcess:
         timeout: float,
         worker: Path = WORKER_PATH,
         tag: str | None = None,
-        pass_fds: tuple[int, ...] = (),
     ) -> KernelProcess:
-        """Start ``python -S worker.py`` (tagged with ``tag``, see procgroup) and wait for its
-        ``ready`` frame. ``-S``: nothing of the venv (``.pth`` files the pad may have written)
-        runs before the worker has applied its sandbox; the worker loads site itself."""
+        """Start ``python -I -S worker.py`` (tagged with ``tag``, see procgroup) and wait for
+        its ``ready`` frame. ``python`` is a trusted interpreter (the host's, never the pad's
+        venv); ``-I -S``: nothing of the pad's (its working directory, its venv's ``.pth``
+        files) is imported before the worker has confined itself (``config["confine"]``);
+        the worker then loads the venv's site itself."""
         to_kernel_r, to_kernel_w = os.pipe()
         from_kernel_r, from_kernel_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -100,7 +102,7 @@ class KernelProcess:
         config = {**config, "parent_pid": os.getpid()}
         argv = [
             str(python),
-            "-S",
+            *TRUSTED_FLAGS,
             str(worker),
             str(to_kernel_r),
             str(from_kernel_w),
@@ -111,7 +113,7 @@ class KernelProcess:
                 argv,
                 stdout=out_w,
                 stderr=err_w,
-                pass_fds=(to_kernel_r, from_kernel_w, *pass_fds),
+                pass_fds=(to_kernel_r, from_kernel_w),
                 cwd=cwd,
                 env=env,
                 tag=tag,

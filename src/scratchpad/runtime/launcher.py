@@ -1,6 +1,8 @@
-"""How one pad's processes start: the kernel and the installer, each with the pad's
-environment (the allowlist, its model settings, its vault variables) and its sandbox (the
-Landlock ruleset, the home hidden where the workspace holds it), in its own temp directory.
+"""How one pad's processes start: the kernel and the installer, each from the trusted base
+interpreter through the pad's launcher (``inkernel/confine.py``, see ``confinement``), with
+the pad's environment (the allowlist, its model settings, its vault variables) in its own
+temp directory. Nothing of the pad (its venv's ``bin/``, its ``.pth`` files) runs before the
+launcher has confined the process.
 
 ``LocalRuntime`` decides when a kernel starts; this module decides what it starts with.
 """
@@ -8,20 +10,21 @@ Landlock ruleset, the home hidden where the workspace holds it), in its own temp
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import SandboxError
-from scratchpad.runtime import sandboxing, venv
+from scratchpad.runtime import confinement, sandboxing, venv
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.runtime.proctree import new_tag
 
 log = logging.getLogger(__name__)
 SecretEnv = Callable[[], dict[str, str]]  # the pad's vault variables, asked at each kernel start
+SERVER_PATHS = sandboxing.server_paths()
 
 
 class Launcher:
@@ -50,66 +53,60 @@ class Launcher:
         self._tmp = root / sandboxing.TMP_DIR  # the kernel's temp and cache directory
 
     async def spawn(self) -> KernelProcess:
-        """One kernel, sandboxed when the setting and this machine allow (see sandboxing);
-        where the workspace holds the home, the kernel hides it in a mount namespace."""
+        """One kernel, confined as this system allows (see ``confinement``); when its launcher
+        refuses a mechanism, the next start does without it (unless the setting requires it)."""
         self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
-        hide = await asyncio.to_thread(
-            sandboxing.hide_spec, self.settings, workspace=self.cwd, root=self.root, tmp=self._tmp
-        )
-        rules: list[sandboxing.Rule] = []
-
-        def kept_rules() -> list[sandboxing.Rule]:
-            rules.extend(self._rules(hidden=hide is not None))
-            return rules
-
-        config: dict[str, object] = {
-            "memory_limit_mb": self.settings.kernel_memory_limit_mb,
-            "heartbeat_s": self.settings.heartbeat_s,
-        }
-        async with self._ruleset(kept_rules) as ruleset:
-            if ruleset is not None:
-                config["sandbox"] = {
-                    "fd": ruleset,
-                    "require": self.settings.sandbox == "require",
-                    "listed": [path for path, mode in rules if mode == "list"],  # for its errors
-                    "hide": hide,
-                }
+        while True:
+            spec = await asyncio.to_thread(self.spec)
             try:
-                kernel = await self._start(config, ruleset)
+                kernel = await KernelProcess.spawn(
+                    sandboxing.BASE_PYTHON,
+                    cwd=Path("/"),
+                    env=self.kernel_env(),
+                    config={
+                        "confine": spec,
+                        "venv": str(self.root),
+                        "heartbeat_s": self.settings.heartbeat_s,
+                    },
+                    timeout=self.settings.kernel_start_timeout_s,
+                    worker=self.worker,
+                    tag=None if confinement.contained(spec) else new_tag(str(self.settings.home)),
+                )
             except SandboxError as exc:
-                if hide is None or ruleset is None:
+                if not confinement.downgrade(self.settings, str(exc)):
                     raise
-                sandboxing.hiding_failed(str(exc))  # then the narrower rules, without hiding
-                kernel = None
-        if kernel is None:
-            return await self.spawn()
-        if "sandbox" in config and kernel.ready.get("sandbox") != "landlock":
-            log.warning("pad %r runs unsandboxed: %s", self.name, kernel.ready.get("sandbox"))
-        return kernel
+                continue
+            if kernel.ready.get("sandbox") not in ("landlock", "off"):
+                log.warning("pad %r runs unsandboxed: %s", self.name, kernel.ready.get("sandbox"))
+            return kernel
 
-    async def _start(self, config: dict[str, object], ruleset: int | None) -> KernelProcess:
-        return await KernelProcess.spawn(
-            venv.venv_python(self.root),
-            cwd=self.cwd,
-            env=self.kernel_env(),
-            config=config,
-            timeout=self.settings.kernel_start_timeout_s,
-            worker=self.worker,
-            tag=new_tag(str(self.settings.home)),
-            pass_fds=() if ruleset is None else (ruleset,),
+    def spec(self, limits: dict[str, int] | None = None) -> dict[str, Any]:
+        """The launcher's spec for a process of this pad (see ``confinement.spec``)."""
+        paths = sandboxing.PadPaths(
+            home=self.settings.home,
+            workspace=self.cwd,
+            root=self.root,
+            tmp=self._tmp,
+            guarded=self.guarded,
+            server=SERVER_PATHS,
         )
+        wanted = {"processes": 512} if limits is None else limits
+        if self.settings.kernel_memory_limit_mb:
+            wanted = {**wanted, "address_space": self.settings.kernel_memory_limit_mb << 20}
+        return confinement.spec(self.settings, paths, wanted)
 
     async def install(self, specs: list[str] | None) -> str:
-        """Install ``specs`` (None: restore requirements.txt) sandboxed like the kernel, with
+        """Install ``specs`` (None: restore requirements.txt) confined like the kernel, with
         the pad's environment plus the server's UV_* settings (its index, offline mode)."""
         if not self._tmp.is_dir():
             self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
         env = sandboxing.installer_environment(os.environ, root=self.root, tmp=self._tmp)
+        spec = await asyncio.to_thread(self.spec)
+        confine = (lambda argv: confinement.program_argv(spec, argv), env)
         timeout = self.settings.install_timeout_s
-        async with self._ruleset() as ruleset:
-            if specs is None:
-                return await venv.restore(self.root, timeout, (ruleset, env))
-            return await venv.install(self.root, specs, timeout, (ruleset, env))
+        if specs is None:
+            return await venv.restore(self.root, timeout, confine)
+        return await venv.install(self.root, specs, timeout, confine)
 
     async def stopped(self) -> None:
         """The kernel stopped: what it left in its temp directory goes."""
@@ -132,28 +129,3 @@ class Launcher:
         changes: dict[str, str | None] = {k: v for k, v in env.items() if given.get(k) != v}
         changes.update({k: None for k in given if k not in env})
         return changes
-
-    @contextlib.asynccontextmanager
-    async def _ruleset(
-        self, rules: Callable[[], list[sandboxing.Rule]] | None = None
-    ) -> AsyncIterator[int | None]:
-        """The Landlock ruleset for a process of this pad (None: unsandboxed), closed after;
-        ``rules`` are asked for only when it is built."""
-        ruleset = await asyncio.to_thread(
-            sandboxing.ruleset_for, self.settings, rules or self._rules
-        )
-        try:
-            yield ruleset
-        finally:
-            if ruleset is not None:
-                os.close(ruleset)
-
-    def _rules(self, hidden: bool = False) -> list[sandboxing.Rule]:
-        return sandboxing.pad_rules(
-            home=self.settings.home,
-            workspace=self.cwd,
-            root=self.root,
-            tmp=self._tmp,
-            hidden=hidden,
-            guarded=self.guarded,
-        )

@@ -1,39 +1,36 @@
-"""The pad trust boundary, server side: which paths a kernel may reach, and its environment.
+"""The pad trust boundary, server side: what a pad's processes may reach of the file system,
+and their environment. Applied by the pad's launcher (``inkernel/confine.py``).
 
-A pad is code the model wrote. Its kernel gets an allowlisted environment (never the
-server's keys or settings) and, where Landlock exists, a ruleset built here and applied by the
-kernel at boot (see ``inkernel/sandbox.py``): read-only to the whole file system except the
-Scratchpad home; read-write to the workspace (except the home), the pad's venv directories,
-its own temp directory and /dev.
+A pad gets read-write on its working directory, its venv's directories and its own temp
+directory, read-only on everything else, and nothing of the Scratchpad home or of what the
+server runs (its interpreter, its packages). Two ways, by what this system allows:
 
-Landlock rights cover whole subtrees and there are no deny rules, so "T except the home H" is
-built by descent: each directory on the way from T down to H gets READ_DIR only (names, not
-contents), every other entry of it the full rights. The price: nothing can be created
-directly in such a directory, and entries added to it after the kernel started stay out of
-reach until the kernel restarts.
-
-The workspace is where that price would hurt (a bound workspace keeps its home inside), so
-there, where the system allows it, the kernel first hides the home in a mount namespace of
-its own (an empty read-only tmpfs, the pad's venv directories bound back; see
-``inkernel/sandbox.hide``) and the whole workspace is granted.
+- **With mount namespaces** (:func:`pad_view`): the home is *hidden*, an empty read-only
+  tmpfs with the pad's own directories bound back; what the server imports that lies inside
+  a writable directory is bound read-only over itself; the directories on the way to either
+  are *pinned* (bound over themselves: a mount point cannot be renamed), so nothing can be
+  moved into their place. As root, the pad runs as an unprivileged uid: its writable
+  directories are idmapped for it, and a directory it could not pass through on the way to
+  something it needs is hidden the same way, only that thing bound back. Landlock then
+  grants read-only on ``/`` and read-write on the pad's directories and ``/dev`` (a private
+  one).
+- **Landlock alone** (:func:`pad_rules`): rights cover whole subtrees and there are no deny
+  rules, so "T except the home H" is built by descent: each directory on the way from T down
+  to H gets READ_DIR only (names, not contents), every other entry of it the full rights.
+  The price: nothing can be created directly in such a directory, and entries added to it
+  after the kernel started stay out of reach until the kernel restarts.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
-import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from scratchpad.config import Settings
-from scratchpad.errors import SandboxError
 from scratchpad.fsutil import private_dir
-from scratchpad.runtime.inkernel import sandbox
-
-log = logging.getLogger(__name__)
 
 Rule = tuple[str, str]  # (path, "list" | "ro" | "rw")
 
@@ -66,6 +63,7 @@ DEFAULT_MPL_BACKEND = "module://_scratchpad_mpl_backend"
 VENV_DIRS = ("bin", "lib", "lib64", "include", "share", "etc")  # the pad may install there
 VENV_READ_ONLY = ("pyvenv.cfg",)  # read by every interpreter it starts; never rewritten
 TMP_DIR = "tmp"
+HARMLESS_DEVICES = ("null", "zero", "full", "random", "urandom", "shm")  # Landlock alone
 
 
 def pad_environment(source: Mapping[str, str], *, root: Path, tmp: Path) -> dict[str, str]:
@@ -146,65 +144,148 @@ def _reaches(path: Path, home: Path) -> bool:
     return _holds(home, path) or _holds(path, home)
 
 
-def pad_rules(
-    *,
-    home: Path,
-    workspace: Path,
-    root: Path,
-    tmp: Path,
-    hidden: bool = False,
-    guarded: Iterable[Path] = (),
-) -> list[Rule]:
-    """Every rule of one pad's kernel (see the module docstring); ``hidden``: the kernel
-    hides the home in a mount namespace (see :func:`hide_spec`), so the whole workspace is
-    granted. ``guarded``: more directories kept out of reach like the home, except where
-    they hold the workspace (a credential probe's pads: the server's home holds theirs)."""
-    home = _real(home)
-    rules = around(Path("/"), [home, *map(_real, guarded)], "ro")
-    workspace = _real(workspace)
-    rules += [(str(workspace), "rw")] if hidden else around(workspace, home, "rw")
-    rules += [(str(root / name), "rw") for name in VENV_DIRS if (root / name).exists()]
-    rules += [(str(root / name), "ro") for name in VENV_READ_ONLY]
-    rules += [(str(tmp), "rw"), ("/dev", "rw")]
-    return rules
+@dataclass(frozen=True)
+class PadPaths:
+    """Where one pad's processes live: its working directory, its venv (``root``), its temp
+    directory; and what is kept from them: the home, ``guarded`` directories (kept out like
+    the home) and the server's own code (``server``: read-only even inside the workspace)."""
+
+    home: Path
+    workspace: Path
+    root: Path
+    tmp: Path
+    guarded: tuple[Path, ...] = ()
+    server: tuple[Path, ...] = ()
+
+    def granted(self) -> list[Rule]:
+        """What the pad may change (and ``pyvenv.cfg``, read by every interpreter it starts
+        and never rewritten)."""
+        root = _real(self.root)
+        rules: list[Rule] = [(str(_real(self.workspace)), "rw")]
+        rules += [(str(root / name), "rw") for name in VENV_DIRS if (root / name).exists()]
+        rules += [(str(_real(self.tmp)), "rw")]
+        rules += [(str(root / name), "ro") for name in VENV_READ_ONLY]
+        return rules
+
+    def hidden(self) -> list[Path]:
+        return [_real(self.home), *map(_real, self.guarded)]
 
 
-def hide_spec(
-    settings: Settings, *, workspace: Path, root: Path, tmp: Path
-) -> dict[str, object] | None:
-    """What a starting kernel hides, when the home lies inside its workspace and this system
-    lets a process mount in a namespace of its own: the home, as an empty read-only tmpfs,
-    with the pad's venv directories and temp directory bound back (``pyvenv.cfg`` read-only).
-    None when the home is elsewhere (nothing to hide) or hiding is not possible here."""
-    home, workspace = _real(settings.home), _real(workspace)
-    if not _holds(workspace, home) or status(settings)[0] != "landlock" or not can_hide():
-        return None
-    root, tmp = _real(root), _real(tmp)
-    keep = [(str(root / name), True) for name in VENV_DIRS if (root / name).exists()]
-    keep += [(str(tmp), True)] + [(str(root / name), False) for name in VENV_READ_ONLY]
-    return {"home": str(home), "keep": keep}
+def server_paths() -> tuple[Path, ...]:
+    """What the server runs and imports: its interpreter's directories, every directory on
+    its ``sys.path``, this package, the installer's directory (read by pads, never theirs)."""
+    import scratchpad
+
+    found = {Path(sys.base_prefix), Path(sys.prefix), Path(BASE_PYTHON).parent}
+    found |= {Path(entry) for entry in sys.path if entry and os.path.isdir(entry)}
+    found.add(Path(scratchpad.__file__).parent)
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent))
+    if uv is not None:
+        found.add(Path(uv).parent)
+    return tuple(sorted({_real(path) for path in found}))
 
 
-_hiding: dict[str, bool] = {}  # "works": the probe's answer, once asked
+# The interpreter every process of a pad starts from (the host's, never a pad's venv), and how:
+# isolated (no site, no environment, no script directory on sys.path), in UTF-8 mode.
+BASE_PYTHON = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+TRUSTED_FLAGS = ("-I", "-S", "-X", "utf8")
 
 
-def can_hide() -> bool:
-    """Whether kernels here can hide the home (asked once, of a child process: a namespace
-    is for good)."""
-    if "works" not in _hiding:
-        probe = [sys.executable, "-I", "-S", sandbox.__file__, "--can-hide"]
-        try:
-            done = subprocess.run(probe, capture_output=True, timeout=30, check=False)
-            _hiding["works"] = done.returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            _hiding["works"] = False
-    return _hiding["works"]
+def pad_rules(paths: PadPaths, *, namespaces: bool) -> list[Rule]:
+    """The Landlock rules of a pad's process. With ``namespaces`` its view hides what it must
+    not reach (see :func:`pad_view`): read-only on ``/``, its own directories and its private
+    /dev read-write. Without, by descent around the home, the guarded directories and the
+    server's code (see the module docstring); of /dev only the harmless devices."""
+    if namespaces:
+        return [("/", "ro"), *paths.granted(), ("/dev", "rw")]
+    hidden = paths.hidden()
+    workspace = _real(paths.workspace)
+    kept = [*hidden, *(path for path in paths.server if _holds(workspace, path))]
+    rules = around(Path("/"), [*hidden, Path("/dev")], "ro")
+    rules += around(workspace, kept, "rw")
+    rules += [(path, mode) for path, mode in paths.granted() if path != str(workspace)]
+    return rules + [(f"/dev/{name}", "rw") for name in HARMLESS_DEVICES]
 
 
-def hiding_failed(why: str) -> None:
-    """A kernel could not hide the home although the probe could: stop trying."""
-    log.warning("pads cannot hide the Scratchpad home here (%s); they get the narrower rules", why)
-    _hiding["works"] = False
+def pad_view(paths: PadPaths, identity: tuple[int, int] | None = None) -> list[tuple[str, str]]:
+    """The mount operations that build a pad's view, parents first (see the module docstring
+    and ``inkernel/namespaces.apply_view``): ``hide``, ``rw`` / ``ro`` binds, ``pin``.
+    ``identity``: the uid and gid the pad runs as (root only), which must be able to pass
+    through to everything it is given."""
+    visible: dict[Path, str] = {Path(path): mode for path, mode in paths.granted()}
+    for path in paths.server:
+        visible.setdefault(path, "ro")
+    hides = set(paths.hidden())
+    if identity is not None:
+        hides |= blocked_ancestors(visible, *identity)
+    writable = [path for path, mode in visible.items() if mode == "rw"]
+    ops: dict[Path, str] = {}
+    for hide in hides:
+        if _inside_any(hide, hides) and not _inside_any(hide, visible):
+            continue  # already out of sight
+        ops[hide] = "hide"
+    for path, mode in visible.items():
+        if _needs_bind(path, mode, ops, visible, idmapped=identity is not None):
+            ops[path] = mode
+    for path, kind in list(ops.items()):  # what a pad could move away and put back forged
+        area = _nearest_above(path, [*ops, *visible])
+        if kind in ("hide", "ro") and area in writable and ops.get(area) != "hide":
+            for step in _between(area, path):
+                ops.setdefault(step, "pin")
+    order = sorted(ops, key=lambda path: (len(path.parts), str(path)))
+    return [(ops[path], str(path)) for path in order]
+
+
+def _inside_any(path: Path, trees: Iterable[Path]) -> bool:
+    return any(tree != path and _holds(tree, path) for tree in trees)
+
+
+def _needs_bind(
+    path: Path, mode: str, ops: dict[Path, str], visible: dict[Path, str], *, idmapped: bool
+) -> bool:
+    """Whether ``path`` must be bound: brought back into a hidden directory, given another
+    mode than the directory around it, or (as root) idmapped to be writable."""
+    nearest = _nearest_above(path, [*ops, *visible])
+    if nearest is None:  # on the real file system as it is
+        return mode == "rw" and idmapped
+    if ops.get(nearest) == "hide":
+        return True
+    return visible.get(nearest) != mode
+
+
+def _nearest_above(path: Path, trees: Iterable[Path]) -> Path | None:
+    """The deepest of ``trees`` that holds ``path`` (not ``path`` itself)."""
+    above = [tree for tree in trees if tree != path and _holds(tree, path)]
+    return max(above, key=lambda tree: len(tree.parts)) if above else None
+
+
+def _between(top: Path, bottom: Path) -> list[Path]:
+    """The directories strictly between ``top`` and ``bottom`` (``top`` holds ``bottom``)."""
+    return [parent for parent in bottom.parents if parent != top and _holds(top, parent)]
+
+
+def blocked_ancestors(paths: Iterable[Path], uid: int, gid: int) -> set[Path]:
+    """For each path, the topmost directory on the way to it that ``uid``/``gid`` (and no
+    other group) may not pass through."""
+    found: set[Path] = set()
+    for path in paths:
+        for step in [*reversed(path.parents)]:
+            if _search_blocked(step, uid, gid):
+                found.add(step)
+                break
+    return found
+
+
+def _search_blocked(directory: Path, uid: int, gid: int) -> bool:
+    try:
+        info = directory.stat()
+    except OSError:
+        return False
+    if info.st_uid == uid:
+        return not info.st_mode & 0o100
+    if info.st_gid == gid:
+        return not info.st_mode & 0o010
+    return not info.st_mode & 0o001
 
 
 def fresh_tmp(root: Path) -> Path:
@@ -222,58 +303,3 @@ def clear_tmp(root: Path) -> None:
         tmp.unlink()
     elif tmp.exists():
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-# -- the decision ---------------------------------------------------------------------------
-def status(settings: Settings) -> tuple[str, int]:
-    """("landlock", abi) when pads are sandboxed, ("off", 0) when the setting says so,
-    ("unavailable", 0) when this kernel has no Landlock."""
-    if settings.sandbox == "off":
-        return "off", 0
-    abi = sandbox.landlock_abi()
-    return ("landlock", abi) if abi > 0 else ("unavailable", 0)
-
-
-def ruleset_for(settings: Settings, rules: Callable[[], list[Rule]]) -> int | None:
-    """The ruleset fd for a starting kernel, or None when it runs unsandboxed (off, or
-    ``auto`` without Landlock). SandboxError when ``require`` cannot be met."""
-    state, abi = status(settings)
-    require = settings.sandbox == "require"
-    if state == "off":
-        return None
-    if state == "unavailable":
-        if require:
-            raise SandboxError(
-                "SCRATCHPAD_SANDBOX=require but this kernel has no Landlock (Linux >= 5.13 with "
-                "landlock in the lsm= boot list); run there, or set SCRATCHPAD_SANDBOX=auto"
-            )
-        return None
-    try:
-        return sandbox.create_ruleset(abi, rules())
-    except OSError as exc:
-        if require:
-            raise SandboxError(
-                f"the pad's Landlock rules could not be built ({exc}); "
-                "set SCRATCHPAD_SANDBOX=auto to run pads unsandboxed"
-            ) from exc
-        log.warning("pad runs unsandboxed: its Landlock rules could not be built (%s)", exc)
-        return None
-
-
-def report(settings: Settings) -> dict[str, object]:
-    """What ``/v1/server`` says of the sandbox: ``sandbox`` (+ ``sandbox_abi`` when on)."""
-    state, abi = status(settings)
-    return {"sandbox": state, "sandbox_abi": abi} if abi else {"sandbox": state}
-
-
-def warning(settings: Settings) -> str | None:
-    """The banner line when pads run unsandboxed (None when they are sandboxed)."""
-    state, _ = status(settings)
-    if state == "off":
-        return "  sandbox: off (SCRATCHPAD_SANDBOX=off): pads can read and write all you can"
-    if state == "unavailable":
-        return (
-            "  sandbox: unavailable (no Landlock in this kernel): pads can read and write "
-            "all you can, including this home"
-        )
-    return None

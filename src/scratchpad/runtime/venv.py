@@ -23,6 +23,7 @@ import shutil
 import site
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from scratchpad.errors import InstallError, InvalidInputError, VenvError
@@ -39,8 +40,8 @@ KEEP_ON_REBUILD = ("requirements.txt", "history.jsonl", NAME_FILE)
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CREATE_TIMEOUT_S = 60.0
 OUTPUT_CAP = 64 * 1024  # characters of an installer's output kept (head and tail)
-SANDBOX_SCRIPT = str(Path(__file__).parent / "inkernel" / "sandbox.py")
-Confine = tuple[int | None, dict[str, str]] | None  # (ruleset fd, environment) of a pad
+# How a pad's helper program runs: its argv wrapped by the pad's launcher, and its environment.
+Confine = tuple[Callable[[list[str]], list[str]], dict[str, str]] | None
 
 
 def venv_python(root: Path) -> Path:
@@ -52,18 +53,14 @@ def host_python_version() -> str:
 
 
 def is_reusable(root: Path) -> bool:
-    """True when a kernel already started from this venv with the host's Python version, and
-    its ``bin/python`` is still the host's interpreter: the pad may write in ``bin/``, and the
-    server runs that file unsandboxed to start the next kernel."""
+    """True when a kernel already started from this venv with the host's Python version.
+    (Kernels start from the host's own interpreter, never from the venv's ``bin/``, which the
+    pad may rewrite: that is the pad's own to break.)"""
     try:
         marker = json.loads((root / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return (
-        isinstance(marker, dict)
-        and marker.get("python_version") == host_python_version()
-        and os.path.realpath(venv_python(root)) == os.path.realpath(sys.executable)
-    )
+    return isinstance(marker, dict) and marker.get("python_version") == host_python_version()
 
 
 def mark_verified(root: Path) -> None:
@@ -249,19 +246,15 @@ async def run_tool(
     argv: list[str], timeout: float, confine: Confine = None
 ) -> tuple[int | None, str]:
     """Run a helper program (uv); (exit code, or None when it timed out, and its output,
-    kept also when it had to be stopped). With ``confine`` (a Landlock ruleset fd or None,
-    and an environment) it runs sandboxed, as the pad: an installer runs the pad's own
+    kept also when it had to be stopped). With ``confine`` (the pad's launcher around the
+    argv, and an environment) it runs confined, as the pad: an installer runs the pad's own
     interpreter, and with it whatever ``.pth`` files the pad wrote."""
-    ruleset, base = confine if confine is not None else (None, dict(os.environ))
+    wrap, base = confine if confine is not None else (None, dict(os.environ))
     env = {**base, "UV_NO_PROGRESS": "1", "UV_PYTHON_DOWNLOADS": "never"}
-    fds: tuple[int, ...] = ()
-    if ruleset is not None:
-        argv = [sys.executable, "-I", "-S", SANDBOX_SCRIPT, str(ruleset), *argv]
-        fds = (ruleset,)
+    if wrap is not None:
+        argv = wrap(argv)
     try:
-        result = await procgroup.run(
-            argv, timeout=timeout, env=env, output_cap_chars=OUTPUT_CAP, pass_fds=fds
-        )
+        result = await procgroup.run(argv, timeout=timeout, env=env, output_cap_chars=OUTPUT_CAP)
     except OSError as exc:
         return 127, str(exc)
     code = None if result.timed_out else result.returncode

@@ -36,7 +36,7 @@ from scratchpad.errors import (
     http_status,
 )
 from scratchpad.observations.store import ObservationStore
-from scratchpad.runtime import sandboxing
+from scratchpad.runtime import confinement
 from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id
 from scratchpad.runtime.cell import new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
@@ -326,7 +326,7 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             "pid": os.getpid(),
             "version": __version__,
             "running_pads": manager.names(),
-            **sandboxing.report(manager.settings),
+            **await asyncio.to_thread(confinement.report, manager.settings),
         }
 
     @app.get("/v1/pads", **answers(PadList))

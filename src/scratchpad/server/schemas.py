@@ -138,12 +138,25 @@ class InstallAnswer(BaseModel):
     )
 
 
+class Confinement(BaseModel):
+    """What confines pads on this server, mechanism by mechanism (see the README's trust
+    model): each value says what holds, or what is missing and why."""
+
+    landlock: str = Field(description="'ABI n', 'off' or 'unavailable'.")
+    namespaces: str
+    home: str = Field(description="What a pad sees of the Scratchpad home.")
+    identity: str = Field(description="Who a pad's processes run as.")
+    devices: str
+    processes: str = Field(description="What keeps a kernel's descendants from outliving it.")
+
+
 class ServerInfo(BaseModel):
     pid: int
     version: str
     running_pads: list[str]
     sandbox: Literal["landlock", "off", "unavailable"]
     sandbox_abi: int | None = Field(None, description="The Landlock ABI, when sandboxed.")
+    confinement: Confinement
 
 
 class RunningBrief(BaseModel):

@@ -15,7 +15,7 @@ from scratchpad.connect.probe import clear_stale_probes, stop_probes
 from scratchpad.errors import ConfigError
 from scratchpad.fsutil import private_dir
 from scratchpad.observations.store import ObservationStore
-from scratchpad.runtime import sandboxing
+from scratchpad.runtime import confinement
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.proctree import kill_orphans
 from scratchpad.server.app import create_app
@@ -65,8 +65,7 @@ def banner(host: str, port: int, settings: Settings, login: str | None = None) -
     if login:
         note = "(works once, for 10 minutes; `scratchpad login` makes more)"
         lines[2:2] = [f"  web UI:  {login}", f"           {note}"]
-    unsandboxed = sandboxing.warning(settings)
-    return "\n".join(lines if unsandboxed is None else [*lines, unsandboxed])
+    return "\n".join([*lines, *confinement.warnings(settings)])
 
 
 def origin_of(host: str, port: int) -> str:

@@ -1,12 +1,10 @@
-"""Landlock through ctypes: probe the ABI, build a ruleset, restrict a process (stdlib only).
+"""Landlock and capabilities through ctypes: probe the ABI, build a ruleset, restrict a
+process, drop every capability (stdlib only); and, in the kernel, the note a refused cell gets.
 
-The server builds the ruleset (it knows which paths a pad may reach, see
-``scratchpad.runtime.sandboxing``) and hands its file descriptor to the kernel, which applies
-it at boot with two system calls, before any code the pad can change runs. A ruleset only
-ever narrows: Landlock has no deny rules, and the rights of a rule cover the whole subtree.
-
-Run as a script (``python -I -S sandbox.py FD PROGRAM ARGS...``) it restricts itself with
-the ruleset FD and executes PROGRAM: how helper programs (the installer) run sandboxed.
+The server decides which paths a pad may reach (see ``scratchpad.runtime.sandboxing``); the
+pad's launcher (``confine.py``) builds the ruleset from them after it built the pad's view of
+the file system, and applies it before any code the pad can change runs. A ruleset only ever
+narrows: Landlock has no deny rules, and the rights of a rule cover the whole subtree.
 """
 
 from __future__ import annotations
@@ -25,10 +23,6 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 CAPABILITY_VERSION_3 = 0x20080522
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
-CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_PRIVATE = 1, 2, 4, 32, 4096, 1 << 18
-MS_REC = 16384
-LOCKED_FLAGS = 2 | 4 | 8 | 1024 | 2048 | (1 << 21)  # nosuid nodev noexec noatime ... relatime
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1, 2, 4, 8
 REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 16, 32, 64, 128
@@ -62,13 +56,21 @@ def mode_rights(mode: str, abi: int) -> int:
     raise ValueError(f"unknown sandbox mode {mode!r}; use one of {MODES}")
 
 
-def _libc() -> object:
-    import ctypes
-
-    return ctypes.CDLL(None, use_errno=True)
+_LIBC: object = None
 
 
-def _fail(what: str) -> OSError:
+def libc() -> object:
+    """The C library (loaded once), for system calls Python does not wrap."""
+    global _LIBC
+    if _LIBC is None:
+        import ctypes
+
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
+
+
+def failed(what: str) -> OSError:
+    """The OSError for a failed call, from errno."""
     import ctypes
 
     errno = ctypes.get_errno()
@@ -80,7 +82,7 @@ def landlock_abi() -> int:
     if not sys.platform.startswith("linux"):
         return 0
     try:
-        abi = int(_libc().syscall(SYS_CREATE_RULESET, None, 0, CREATE_RULESET_VERSION))  # type: ignore[attr-defined]
+        abi = int(libc().syscall(SYS_CREATE_RULESET, None, 0, CREATE_RULESET_VERSION))  # type: ignore[attr-defined]
     except (OSError, AttributeError):
         return 0
     return max(abi, 0)
@@ -92,24 +94,24 @@ def create_ruleset(abi: int, rules: Iterable[tuple[str, str]]) -> int:
     import ctypes
     import struct
 
-    libc = _libc()
+    lib = libc()
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
     attr = struct.pack("<QQQ", handled_rights(abi), 0, scoped)
     size = 8 if abi <= 3 else 16 if abi <= 5 else 24
     buffer = ctypes.create_string_buffer(attr[:size], size)
-    fd = libc.syscall(SYS_CREATE_RULESET, buffer, ctypes.c_size_t(size), 0)  # type: ignore[attr-defined]
+    fd = lib.syscall(SYS_CREATE_RULESET, buffer, ctypes.c_size_t(size), 0)  # type: ignore[attr-defined]
     if fd < 0:
-        raise _fail("landlock_create_ruleset")
+        raise failed("landlock_create_ruleset")
     try:
         for path, mode in rules:
-            _add_rule(libc, fd, path, mode_rights(mode, abi))
+            _add_rule(lib, fd, path, mode_rights(mode, abi))
     except BaseException:
         os.close(fd)
         raise
     return int(fd)
 
 
-def _add_rule(libc: object, ruleset: int, path: str, rights: int) -> None:
+def _add_rule(lib: object, ruleset: int, path: str, rights: int) -> None:
     import ctypes
     import stat
     import struct
@@ -122,41 +124,47 @@ def _add_rule(libc: object, ruleset: int, path: str, rights: int) -> None:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             rights &= FILE_RIGHTS
         attr = ctypes.create_string_buffer(struct.pack("<Qi", rights, fd), 12)
-        if libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, attr, 0) != 0:  # type: ignore[attr-defined]
-            raise _fail(f"landlock_add_rule({path})")
+        if lib.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, attr, 0) != 0:  # type: ignore[attr-defined]
+            raise failed(f"landlock_add_rule({path})")
     finally:
         os.close(fd)
 
 
 def restrict_self(ruleset: int) -> None:
-    """Apply the ruleset to this process (and everything it starts); closes the fd."""
-    libc = _libc()
+    """Apply the ruleset to this process (and everything it starts), after no_new_privs;
+    closes the fd; then every capability goes."""
     try:
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # type: ignore[attr-defined]
-            raise _fail("prctl(PR_SET_NO_NEW_PRIVS)")
-        if libc.syscall(SYS_RESTRICT_SELF, ruleset, 0) != 0:  # type: ignore[attr-defined]
-            raise _fail("landlock_restrict_self")
+        no_new_privs()
+        if libc().syscall(SYS_RESTRICT_SELF, ruleset, 0) != 0:  # type: ignore[attr-defined]
+            raise failed("landlock_restrict_self")
     finally:
         os.close(ruleset)
-    drop_capabilities(libc)
+    drop_capabilities()
 
 
-def drop_capabilities(libc: object) -> None:
-    """Give up every capability, for good (a pad the root user started would keep them all:
-    CAP_SYS_ADMIN or CAP_PERFMON reads /proc/<server>/environ past Landlock). Nothing to do
-    for an ordinary user."""
+def no_new_privs() -> None:
+    """Nothing this process executes can gain privileges (setuid files, file capabilities)."""
+    if libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # type: ignore[attr-defined]
+        raise failed("prctl(PR_SET_NO_NEW_PRIVS)")
+
+
+def drop_capabilities() -> None:
+    """Give up every capability, for good (a pad the root user started, or one in a user
+    namespace of its own, would keep them: CAP_SYS_ADMIN or CAP_PERFMON reads
+    /proc/<server>/environ past Landlock). Nothing to do for an ordinary process."""
     import ctypes
 
     if _effective_capabilities() == 0:
         return
+    lib = libc()
     for cap in range(64):  # the bounding set first (needs CAP_SETPCAP): exec cannot regain them
-        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # type: ignore[attr-defined]
-            raise _fail(f"prctl(PR_CAPBSET_DROP, {cap})")
-    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # type: ignore[attr-defined]
+        if lib.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # type: ignore[attr-defined]
+            raise failed(f"prctl(PR_CAPBSET_DROP, {cap})")
+    lib.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # type: ignore[attr-defined]
     header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable; twice (64 bits)
-    if libc.capset(header, data) != 0:  # type: ignore[attr-defined]
-        raise _fail("capset")
+    if lib.capset(header, data) != 0:  # type: ignore[attr-defined]
+        raise failed("capset")
 
 
 def _effective_capabilities() -> int:
@@ -170,92 +178,29 @@ def _effective_capabilities() -> int:
     return 0
 
 
-def hide(home: str, keep: Iterable[tuple[str, bool]]) -> None:
-    """Put this process in a mount namespace of its own where ``home`` is an empty read-only
-    tmpfs, with each ``keep`` (path below the home, writable) bound back in its place: what
-    lets a pad write anywhere in a workspace that holds the home, which Landlock alone cannot
-    (a right on a directory covers all below it). A user namespace too, unless root. OSError
-    when the system does not allow it."""
-    libc = _libc()
-    uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(CLONE_NEWNS | (CLONE_NEWUSER if uid else 0)) != 0:  # type: ignore[attr-defined]
-        raise _fail("unshare")
-    if uid:  # the same ids inside as outside: files keep their owner
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1")):
-            with open(f"/proc/self/{name}", "w") as file:
-                file.write(text)
-        with open("/proc/self/gid_map", "w") as file:
-            file.write(f"{gid} {gid} 1")
-    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)  # nothing of this leaks out
-    kept = [(os.open(path, os.O_PATH | os.O_CLOEXEC), path, rw) for path, rw in keep]
-    try:
-        _mount(libc, "tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k")
-        for fd, path, writable in kept:
-            _bind(libc, fd, path, writable)
-        _mount(libc, "tmpfs", home, "tmpfs", MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    finally:
-        for fd, _, _ in kept:
-            os.close(fd)
-
-
-def _bind(libc: object, fd: int, path: str, writable: bool) -> None:
-    """Bind what ``fd`` opened at ``path`` (a mount point made for it in the tmpfs)."""
-    import stat
-
-    if stat.S_ISDIR(os.fstat(fd).st_mode):
-        os.makedirs(path, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        open(path, "a").close()
-    _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND)
-    if not writable:  # the flags the original mount has must stay (a user namespace locks them)
-        flags = os.statvfs(path).f_flag & LOCKED_FLAGS
-        _mount(libc, None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
-
-
-def _mount(
-    libc: object, source: str | None, target: str, kind: str | None, flags: int, data: str = ""
-) -> None:
-    def text(value: str | None) -> bytes | None:
-        return None if value is None else value.encode()
-
-    if libc.mount(text(source), text(target), text(kind), flags, text(data) if data else None) != 0:  # type: ignore[attr-defined]
-        raise _fail(f"mount({target})")
-
-
-def can_hide() -> bool:
-    """Whether :func:`hide` works here (tried on a directory of its own; for a child
-    process: the namespace it makes is this process's for good)."""
-    import tempfile
-
-    place = tempfile.mkdtemp(prefix="scratchpad-probe-")
-    try:
-        hide(place, [])
-        return True
-    except OSError:
-        return False
-    finally:
-        import contextlib
-
-        _libc().umount2(place.encode(), 2)  # type: ignore[attr-defined]  # MNT_DETACH
-        with contextlib.suppress(OSError):
-            os.rmdir(place)
-
-
 # -- in the kernel, once the rules hold: notes for the errors they cause ----------------------
 HELD = False  # the Landlock rules hold in this process
+HIDING = False  # and the pad sees a view of the file system with things hidden
+OWN: tuple[str, ...] = ()  # the directories the pad writes in (a missing path there is its own)
 # the directories on the way to the home (the pad may list them), with their entries at start
 LISTED: dict[str, frozenset[str]] = {}
 NOTE = (
     "Note: this pad runs sandboxed. It may write in its working directory, its temp "
     "directory ($TMPDIR) and its venv, and read everything but the Scratchpad home.\n"
 )
+HIDDEN_NOTE = (
+    "Note: this pad runs sandboxed. It may write in its working directory, its temp "
+    "directory ($TMPDIR) and its venv, and read the system's files; the Scratchpad home, and "
+    "directories its user may not enter, are hidden from it.\n"
+)
+EROFS = 30
 
 
-def hold(listed: Iterable[object]) -> None:
-    """Remember that the rules hold, and what the listed directories held at the start."""
-    global HELD
-    HELD = True
+def hold(listed: Iterable[object], *, hiding: bool = False, own: Iterable[str] = ()) -> None:
+    """Remember that the rules hold, whether paths are hidden (``hiding``), where the pad
+    writes (``own``), and what the listed directories held at the start."""
+    global HELD, HIDING, OWN
+    HELD, HIDING, OWN = True, hiding, tuple(os.path.realpath(path) for path in own)
     for path in listed:
         try:
             LISTED[str(path)] = frozenset(os.listdir(str(path)))
@@ -265,12 +210,31 @@ def hold(listed: Iterable[object]) -> None:
 
 def refusal_note(exc: BaseException) -> str:
     """What to add to a cell's traceback when the sandbox may be why it failed ("" else)."""
-    if not HELD or not isinstance(exc, PermissionError):
+    if not HELD or not isinstance(exc, OSError):
         return ""
-    try:
-        return listed_note(exc.filename) or NOTE
-    except (OSError, ValueError):  # a path the sandbox will not even resolve (/proc/1/root)
-        return NOTE
+    note = HIDDEN_NOTE if HIDING else NOTE
+    if isinstance(exc, PermissionError):
+        try:
+            return listed_note(exc.filename) or note
+        except (OSError, ValueError):  # a path the sandbox will not even resolve (/proc/1/root)
+            return note
+    if exc.errno == EROFS or (
+        HIDING and isinstance(exc, FileNotFoundError) and _elsewhere(exc.filename)
+    ):
+        return note
+    return ""
+
+
+def _elsewhere(filename: object) -> bool:
+    """Whether ``filename`` is an absolute path outside the pad's own directories (where a
+    missing file may be a hidden one)."""
+    if not isinstance(filename, str | bytes):
+        return False
+    path = os.fsdecode(filename)
+    if not os.path.isabs(path):
+        return False
+    path = os.path.normpath(path)
+    return not any(path == own or path.startswith(own + os.sep) for own in OWN)
 
 
 def listed_note(filename: object) -> str:
@@ -292,24 +256,3 @@ def listed_note(filename: object) -> str:
         "reaches only the entries that were there when it started and cannot create new ones. "
         "For an entry added since, reset the pad; keep new files in a subdirectory.\n"
     )
-
-
-def main(argv: list[str]) -> int:
-    """``sandbox.py FD PROGRAM ARGS...``: restrict with ruleset FD, then become PROGRAM.
-    ``sandbox.py --can-hide``: exit 0 when :func:`hide` works here."""
-    if argv[1:] == ["--can-hide"]:
-        return 0 if can_hide() else 1
-    if len(argv) < 3:
-        print("usage: sandbox.py RULESET_FD PROGRAM [ARGS...]", file=sys.stderr)
-        return 2
-    try:
-        restrict_self(int(argv[1]))
-    except (OSError, ValueError) as exc:
-        print(f"scratchpad: could not sandbox {argv[2]}: {exc}", file=sys.stderr)
-        return 126
-    os.execv(argv[2], argv[2:])
-    return 127  # not reached
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

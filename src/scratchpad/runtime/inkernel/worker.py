@@ -6,12 +6,11 @@ two pipes given on the command line (see protocol.py); fd 1 and fd 2 are plain p
 reads itself, so whatever user code prints can never desync the protocol.
 
 While a cell runs, a thread of its own sends a heartbeat every ``heartbeat_s``: a quiet cell is
-alive as long as they come; none means the process is stopped or C code holds the GIL. At
-boot the kernel asks Linux to kill it when its parent dies (no orphan outlives a crashed
-server) and makes itself a child subreaper, so descendants that leave its process group stay
-below it where the parent can find them. It is started with ``python -S``: it applies the
-Landlock ruleset the server built (see sandbox.py) first, then loads ``site``, so no ``.pth``
-file the pad wrote into its venv runs unsandboxed.
+alive as long as they come; none means the process is stopped or C code holds the GIL. The
+kernel is started from the host's interpreter with ``python -I -S`` and confines itself first
+(``confine.launch``: namespaces, identity, limits, Landlock; see confine.py); only then does it
+become its pad's interpreter (``sys.executable`` in the venv, the venv's ``site`` with the
+``.pth`` files the pad may have written), so nothing of the pad runs unconfined.
 """
 
 from __future__ import annotations
@@ -30,15 +29,16 @@ sys.path.insert(0, _HERE)
 if TYPE_CHECKING:
     import signal as _signal
 
-    from scratchpad.runtime.inkernel import protocol, sandbox
+    from scratchpad.runtime.inkernel import confine, protocol, sandbox
 else:
     import _signal  # the signal module would import enum: milliseconds at boot
 
-    import protocol  # the sibling files, renamed below so user code never sees them
+    import confine  # the sibling files, renamed below so user code never sees them
+    import protocol
     import sandbox
 
-sys.modules["_scratchpad_protocol"] = sys.modules.pop("protocol")
-sys.modules["_scratchpad_sandbox"] = sys.modules.pop("sandbox")
+for _name in ("confine", "namespaces", "protocol", "sandbox"):
+    sys.modules[f"_scratchpad_{_name}"] = sys.modules.pop(_name)
 sys.path[0] = ""  # like a notebook: the working directory comes first
 
 import _thread  # noqa: E402
@@ -60,8 +60,6 @@ CO_COROUTINE = 0x80
 RESULT_CAP = 100_000
 MESSAGE_CAP = 4_000  # characters of one progress() message
 DEFAULT_HEARTBEAT_S = 2.0
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
 ASYNC_SIGNALS = {
     getattr(_signal, name)
     for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2")
@@ -410,68 +408,35 @@ def _line_buffered(name: str) -> None:
 
 
 def configure_process(config: dict[str, Any]) -> None:
-    """Streams, signals, limits: everything the kernel sets once at boot."""
+    """Streams, input, fault handler, private modules: what the kernel sets once at boot."""
     for name in ("stdout", "stderr"):
         _line_buffered(name)
     builtins.input = _closed_stdin_input
     faulthandler.enable()
-    limit_mb = config.get("memory_limit_mb")
-    if limit_mb:
-        import resource
-
-        limit = int(limit_mb) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     sys.meta_path.append(_PrivateFinder)
 
 
-def guard_process(parent_pid: object) -> None:
-    """Die with the parent (even a SIGKILLed one) and keep orphaned descendants below us.
-
-    Linux only (prctl through ctypes); elsewhere the parent's own cleanup has to do.
-    """
-    if not sys.platform.startswith("linux"):
-        return
+def enter_pad(spec: object, ctrl_in: int, ctrl_out: int) -> str:
+    """Confine this process (see confine.py) before any code the pad can change runs: what
+    holds ("landlock", "off", "unavailable"). When a step fails, say so on the channel and
+    exit: no code of the pad runs."""
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(_signal.SIGKILL), 0, 0, 0)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (ImportError, OSError, AttributeError):
-        return
-    if isinstance(parent_pid, int) and os.getppid() != parent_pid:
-        os._exit(1)  # the parent died before the death signal was armed
+        return confine.launch(spec if isinstance(spec, dict) else {}, keep=(ctrl_in, ctrl_out))
+    except confine.Refused as exc:
+        protocol.write_all(ctrl_out, protocol.encode({"type": "refused", "error": str(exc)}))
+        os._exit(3)
 
 
-def apply_sandbox(spec: object, ctrl_out: int) -> str:
-    """Restrict this process with the ruleset the server built (see sandbox.py), before any
-    code the pad can change runs: "landlock", "off", or why it failed. When the server
-    required it and it failed, say so on the channel and exit: no user code runs."""
-    if not isinstance(spec, dict):
-        return "off"
-    hide = spec.get("hide")
-    if isinstance(hide, dict):  # the rules grant the whole workspace: hidden, or no start
-        try:
-            sandbox.hide(str(hide["home"]), [(str(p), bool(rw)) for p, rw in hide["keep"]])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            error = f"the Scratchpad home could not be hidden: {exc}"
-            protocol.write_all(ctrl_out, protocol.encode({"type": "refused", "error": error}))
-            os._exit(3)
-    try:
-        sandbox.restrict_self(int(spec["fd"]))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        if spec.get("require"):
-            error = f"the Landlock sandbox could not be applied: {exc}"
-            protocol.write_all(ctrl_out, protocol.encode({"type": "refused", "error": error}))
-            os._exit(3)
-        return f"failed: {exc}"
-    sandbox.hold(spec.get("listed") or ())
-    return "landlock"
+def become_venv(root: object) -> None:
+    """From here on this is the pad's interpreter: ``sys.executable`` in its venv (what
+    ``site`` reads ``pyvenv.cfg`` beside, what subprocesses and multiprocessing start)."""
+    if isinstance(root, str) and root:
+        sys.executable = os.path.join(root, "bin", "python")
 
 
 def load_site() -> None:
-    """What ``python -S`` left out (site-packages, .pth files), once the sandbox is on; the
-    working directory stays first on sys.path as a relative entry."""
+    """What ``python -S`` left out (the venv's site-packages, .pth files), once the pad is
+    confined; the working directory stays first on sys.path as a relative entry."""
     if not sys.flags.no_site or "site" in sys.modules:
         return
     first = sys.path.pop(0) if sys.path and sys.path[0] == "" else None
@@ -497,9 +462,8 @@ def _after_fork_in_child(kernel: Kernel, *fds: int) -> None:
 def main(argv: list[str]) -> int:
     ctrl_in, ctrl_out = int(argv[1]), int(argv[2])
     config = json.loads(argv[3]) if len(argv) > 3 else {}
-    guard_process(config.get("parent_pid"))
-    sandboxed = apply_sandbox(config.get("sandbox"), ctrl_out)
-    guard_process(config.get("parent_pid"))  # again: a new user namespace may have cleared it
+    sandboxed = enter_pad(config.get("confine"), ctrl_in, ctrl_out)
+    become_venv(config.get("venv"))
     load_site()
     for fd in (ctrl_in, ctrl_out):
         os.set_inheritable(fd, False)  # children of user code must not hold the channel open

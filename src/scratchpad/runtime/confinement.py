@@ -1,0 +1,285 @@
+"""What confines pads on this machine, decided once per server process, and the spec a pad's
+launcher (``inkernel/confine.py``) applies to each of its processes.
+
+The mechanisms, each used where this system has it (:func:`support` asks the real launcher,
+in a throwaway directory, what works here):
+
+- **Landlock** (Linux >= 5.13): the file-system rights of ``sandboxing.pad_rules``;
+- **namespaces** (user, mount, PID, IPC; root, or a user who may make user namespaces): the
+  home hidden, a private /dev and /proc, every process of the pad in a PID namespace that
+  dies with its kernel, a process limit counted for the pad alone;
+- **identity** (a server run as root): pads run as ``SCRATCHPAD_PAD_USER`` (default
+  ``nobody``) in a user namespace of their own, their writable directories idmapped.
+
+Where one is missing the next holds what it can (Landlock alone keeps the home unreadable;
+without namespaces a kernel's descendants are found by process group, subreaper and tag);
+the server says so at start and in ``/v1/server`` (:func:`report`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from scratchpad.config import Settings
+from scratchpad.errors import ConfigError, SandboxError
+from scratchpad.runtime import sandboxing
+from scratchpad.runtime.inkernel import sandbox
+
+log = logging.getLogger(__name__)
+INKERNEL = Path(__file__).parent / "inkernel"
+CONFINE_SCRIPT = INKERNEL / "confine.py"
+PROBE_TIMEOUT_S = 30.0
+SHM_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Support:
+    """What confines pads here: Landlock's ABI (0: none), whether namespaces work (and why
+    not), the identity pads run as (root only; None: the server's own)."""
+
+    sandbox: str  # "auto" | "require" | "off"
+    landlock_abi: int
+    namespaces: bool
+    namespaces_note: str = ""
+    identity: tuple[int, int] | None = None
+    identity_note: str = ""
+
+    @property
+    def off(self) -> bool:
+        return self.sandbox == "off"
+
+
+_support: dict[tuple[str, str], Support] = {}
+
+
+def support(settings: Settings) -> Support:
+    """What works here (probed once per process and setting; see the module docstring)."""
+    key = (settings.sandbox, settings.pad_user)
+    if key not in _support:
+        _support[key] = _probe(settings)
+    return _support[key]
+
+
+def downgrade(settings: Settings, why: str) -> bool:
+    """A pad's launcher refused a start with ``why``: use one mechanism less from now on
+    (identity first, then namespaces) when the setting allows; False when nothing is left
+    to give up (or ``SCRATCHPAD_SANDBOX=require``)."""
+    current = support(settings)
+    if current.sandbox == "require":
+        return False
+    if current.identity is not None:
+        changed = replace(current, identity=None, identity_note=f"could not switch: {why}")
+    elif current.namespaces:
+        changed = replace(current, namespaces=False, namespaces_note=f"failed: {why}")
+    else:
+        return False
+    log.warning("pads start with one confinement less from now on: %s", why)
+    _support[(settings.sandbox, settings.pad_user)] = changed
+    return True
+
+
+def _probe(settings: Settings) -> Support:
+    abi = sandbox.landlock_abi()
+    base = Support(settings.sandbox, abi, namespaces=False)
+    if settings.sandbox == "off":
+        return base
+    identity = pad_identity(settings) if os.geteuid() == 0 else None
+    why = _try_launch(settings, identity)
+    if why is None:
+        return replace(base, namespaces=True, identity=identity)
+    if identity is not None and _try_launch(settings, None) is None:
+        return replace(base, namespaces=True, identity_note=f"could not switch: {why}")
+    return replace(base, namespaces_note=why)
+
+
+def _try_launch(settings: Settings, identity: tuple[int, int] | None) -> str | None:
+    """Run the real launcher once with namespaces (and ``identity``) over a pad-like layout in
+    a throwaway directory; None when it worked, else why not."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    place = Path(tempfile.mkdtemp(prefix=".probe-", dir=settings.home))
+    try:
+        root, workspace = place / "home" / "pads" / "p", place / "work"
+        for directory in (root / "bin", root / "tmp", workspace):
+            directory.mkdir(parents=True)
+        (root / "pyvenv.cfg").write_text("")
+        paths = sandboxing.PadPaths(
+            home=place / "home",
+            workspace=workspace,
+            root=root,
+            tmp=root / "tmp",
+            server=sandboxing.server_paths(),
+        )
+        spec = {
+            "namespaces": True,
+            "identity": identity,
+            "view": sandboxing.pad_view(paths, identity),
+            "rules": sandboxing.pad_rules(paths, namespaces=True) if sandbox_on(settings) else None,
+            "cwd": str(workspace),
+            "shm_bytes": 1 << 20,
+        }
+        argv = [sandboxing.BASE_PYTHON, *sandboxing.TRUSTED_FLAGS, str(CONFINE_SCRIPT), "--probe"]
+        try:
+            done = subprocess.run(
+                [*argv, json.dumps(spec)],
+                capture_output=True,
+                timeout=PROBE_TIMEOUT_S,
+                cwd="/",
+                env={"PATH": os.defpath},
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            return str(exc)
+        return None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+
+
+def sandbox_on(settings: Settings) -> bool:
+    return settings.sandbox != "off" and sandbox.landlock_abi() > 0
+
+
+def pad_identity(settings: Settings) -> tuple[int, int]:
+    """The uid and gid pads of a root server run as: ``SCRATCHPAD_PAD_USER``, a user name or
+    ``uid[:gid]``."""
+    import pwd
+
+    value = settings.pad_user.strip()
+    if value.replace(":", "").isdigit():
+        uid, _, gid = value.partition(":")
+        return int(uid), int(gid or uid)
+    try:
+        entry = pwd.getpwnam(value)
+    except KeyError:
+        raise ConfigError(
+            f"SCRATCHPAD_PAD_USER={value!r} names no user here; give an existing user name, or "
+            "uid[:gid] (e.g. 65534:65534)"
+        ) from None
+    if entry.pw_uid == 0:
+        raise ConfigError("SCRATCHPAD_PAD_USER must not be root: pads would keep root's files")
+    return entry.pw_uid, entry.pw_gid
+
+
+# -- one process's spec -------------------------------------------------------------------------
+def spec(settings: Settings, paths: sandboxing.PadPaths, limits: dict[str, int]) -> dict[str, Any]:
+    """What the launcher applies to one of the pad's processes (see ``inkernel/confine.py``).
+    SandboxError when ``SCRATCHPAD_SANDBOX=require`` and Landlock is missing."""
+    found = support(settings)
+    if found.sandbox == "require" and found.landlock_abi <= 0:
+        raise SandboxError(
+            "SCRATCHPAD_SANDBOX=require but this kernel has no Landlock (Linux >= 5.13 with "
+            "landlock in the lsm= boot list); run there, or set SCRATCHPAD_SANDBOX=auto"
+        )
+    result: dict[str, Any] = {
+        "parent_pid": os.getpid(),
+        "cwd": str(paths.workspace),
+        "limits": {**limits, "core": 0},
+    }
+    if found.off:
+        return result
+    namespaces = found.namespaces
+    rules = sandboxing.pad_rules(paths, namespaces=namespaces)
+    if not namespaces:
+        result["limits"].pop("processes", None)  # counted per user: it would hold the user's too
+    return {
+        **result,
+        "namespaces": namespaces,
+        "identity": found.identity if namespaces else None,
+        "view": sandboxing.pad_view(paths, found.identity) if namespaces else [],
+        "rules": rules,
+        "listed": [path for path, mode in rules if mode == "list"],  # for its notes
+        "require": found.sandbox == "require",
+        "shm_bytes": SHM_BYTES,
+    }
+
+
+def program_argv(spec_: dict[str, Any], argv: list[str]) -> list[str]:
+    """``argv`` run by the launcher under ``spec_`` (the installer, the shell tool)."""
+    return [
+        sandboxing.BASE_PYTHON,
+        *sandboxing.TRUSTED_FLAGS,
+        str(CONFINE_SCRIPT),
+        json.dumps(spec_),
+        *argv,
+    ]
+
+
+def contained(spec_: dict[str, Any]) -> bool:
+    """Whether every process started under ``spec_`` dies with it (its PID namespace)."""
+    return bool(spec_.get("namespaces"))
+
+
+# -- what the server says ---------------------------------------------------------------------
+def report(settings: Settings) -> dict[str, Any]:
+    """What confines pads here, mechanism by mechanism (``/v1/server``, the README's table):
+    ``sandbox`` (+ ``sandbox_abi``) as before, and ``confinement``."""
+    found = support(settings)
+    state = "off" if found.off else "landlock" if found.landlock_abi > 0 else "unavailable"
+    answer: dict[str, Any] = {"sandbox": state}
+    if state == "landlock":
+        answer["sandbox_abi"] = found.landlock_abi
+    answer["confinement"] = {
+        "landlock": state if state != "landlock" else f"ABI {found.landlock_abi}",
+        "namespaces": _namespaces_line(found),
+        "home": _home_line(found, state),
+        "identity": _identity_line(found),
+        "devices": "a private /dev (null, zero, full, random, urandom, its own shm and pts)"
+        if found.namespaces
+        else "null, zero, full, random, urandom and /dev/shm (Landlock)"
+        if state == "landlock"
+        else "every device the server's user may open",
+        "processes": "a PID namespace per kernel: every descendant dies with it"
+        if found.namespaces
+        else "the kernel's process group, a child subreaper and a tag in the environment",
+    }
+    return answer
+
+
+def _namespaces_line(found: Support) -> str:
+    if found.off:
+        return "off (SCRATCHPAD_SANDBOX=off)"
+    if found.namespaces:
+        return "user, mount, PID and IPC namespaces per kernel"
+    return f"unavailable: {found.namespaces_note or 'not tried'}"
+
+
+def _home_line(found: Support, state: str) -> str:
+    if found.namespaces and not found.off:
+        return "hidden (an empty read-only tmpfs in the pad's mount namespace)"
+    if state == "landlock":
+        return "unreadable (Landlock), its directory names listable"
+    return "reachable: pads can read and write all the server's user can"
+
+
+def _identity_line(found: Support) -> str:
+    if found.identity is not None:
+        return f"uid {found.identity[0]}, gid {found.identity[1]}, no groups, no capabilities"
+    if os.geteuid() != 0:
+        return f"the server's user (uid {os.geteuid()}), no capabilities"
+    note = f" ({found.identity_note})" if found.identity_note else ""
+    return f"root without capabilities{note}"
+
+
+def warnings(settings: Settings) -> list[str]:
+    """Banner lines for every mechanism that is missing here (none when all hold)."""
+    found = support(settings)
+    if found.off:
+        return ["  sandbox: off (SCRATCHPAD_SANDBOX=off): pads can read and write all you can"]
+    lines = []
+    if found.landlock_abi <= 0:
+        lines.append(
+            "  sandbox: unavailable (no Landlock in this kernel): pads can read and write "
+            "all you can, including this home"
+        )
+    if not found.namespaces:
+        lines.append(f"  namespaces: {_namespaces_line(found)}")
+    if os.geteuid() == 0 and found.identity is None:
+        lines.append(f"  identity: pads run as {_identity_line(found)}")
+    return lines
