@@ -35,3 +35,30 @@ def default_sigint() -> None:
     """For ``preexec_fn``: a child that a test will Ctrl-C starts with SIGINT at its default,
     even where the tests run in the background (there it starts ignored, and is inherited)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def host_pid(root: int, inner: int) -> int:
+    """The pid this process knows for the process ``inner`` names itself inside the PID
+    namespace of ``root``'s descendants (a pad's kernel and what it starts live in one);
+    ``inner`` itself when they share this process's namespace."""
+    from scratchpad.runtime.proctree import descendants
+
+    for pid in (root, *descendants(root)):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        ids = next(
+            (line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), []
+        )
+        if ids and int(ids[-1]) == inner:
+            return pid
+    return inner
+
+
+def kernel_pid(pad: object) -> int:
+    """The pid of a local pad's kernel process itself (not its launcher), as seen from here."""
+    from scratchpad.runtime.local import LocalRuntime
+
+    assert isinstance(pad, LocalRuntime) and pad.kernel is not None and pad.pid is not None
+    return host_pid(pad.pid, int(pad.kernel.ready["pid"]))

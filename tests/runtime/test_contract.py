@@ -289,11 +289,6 @@ async def test_kernel_environment(pad: ScratchpadRuntime) -> None:
     assert cell.result == "('1', True)"
 
 
-async def test_kernel_has_its_own_process_group(pad: ScratchpadRuntime) -> None:
-    cell = await pad.execute("import os\nos.getpgid(0) == os.getpid()")
-    assert cell.result == "True"
-
-
 async def test_cancel_by_id_removes_a_queued_cell_and_interrupts_a_running_one(
     pad: ScratchpadRuntime,
 ) -> None:

@@ -21,7 +21,7 @@ from scratchpad.runtime.inkernel.protocol import encode
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from tests.conftest import wait_until_busy
-from tests.process_helpers import process_gone, read_pid
+from tests.process_helpers import host_pid, process_gone, read_pid
 
 MIB = 1024 * 1024
 
@@ -153,7 +153,8 @@ async def test_child_processes_outliving_the_cell(scratch: Path, pad: Scratchpad
     )
     cell = await pad.execute(code)
     assert cell.result == "'started'"
-    child_pid = int(pid_file.read_text())
+    assert isinstance(pad, LocalRuntime) and pad.pid is not None
+    child_pid = host_pid(pad.pid, int(pid_file.read_text()))
     await asyncio.sleep(0.6)
     following = await pad.execute("2")
     assert following.result == "2"
@@ -366,8 +367,9 @@ async def test_descendants_that_leave_the_group_die_with_the_pad(
         "session.pid"
     )
     cell = await pad.execute(code)
-    session_pid = int(cell.result or "0")
-    daemon_pid = await read_pid(scratch / "daemon")
+    assert isinstance(pad, LocalRuntime) and pad.pid is not None
+    session_pid = host_pid(pad.pid, int(cell.result or "0"))
+    daemon_pid = host_pid(pad.pid, await read_pid(scratch / "daemon"))
     assert not process_gone(session_pid) and not process_gone(daemon_pid)
     await pad.reset()
     for pid in (session_pid, daemon_pid):
@@ -403,11 +405,14 @@ async def test_descendants_of_a_kernel_that_died_by_itself_are_stopped(
     code = (
         "import os, subprocess\n"
         "daemon = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-        f"open({str(scratch / 'daemon')!r}, 'w').write(str(daemon.pid))\n"
-        "os._exit(3)"  # the kernel dies: its subreaped daemon goes up to init
+        "daemon.pid"
     )
-    assert (await pad.execute(code)).status == "killed"
-    daemon = await read_pid(scratch / "daemon")
+    started = await pad.execute(code)
+    assert isinstance(pad, LocalRuntime) and pad.pid is not None
+    daemon = host_pid(pad.pid, int(started.result or "0"))
+    assert not process_gone(daemon)
+    died = await pad.execute("import os\nos._exit(3)")  # its daemon is left without it
+    assert died.status == "killed"
     assert (await pad.execute("1")).result == "1"  # the next cell cleans up after the dead one
     assert await gone_within(daemon, 10), "the daemon outlived its kernel"
 

@@ -16,6 +16,7 @@ from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 from tests.conftest import wait_until_busy
+from tests.process_helpers import kernel_pid
 
 
 @pytest.mark.parametrize(
@@ -81,7 +82,7 @@ async def test_a_stopped_kernel_counts_as_hung_and_is_killed(
         stream = pad.execute_streaming("import time\nprint('going', flush=True)\ntime.sleep(60)")
         assert isinstance(await anext(stream), OutputEvent)
         assert pad.pid is not None
-        os.kill(pad.pid, signal.SIGSTOP)  # no heartbeat, no output, and SIGINT cannot land
+        os.kill(kernel_pid(pad), signal.SIGSTOP)  # no heartbeat, no output, SIGINT cannot land
         cell = [item async for item in stream][-1]
         assert isinstance(cell, Cell) and cell.status == "killed"
         assert cell.error is not None
@@ -152,14 +153,15 @@ async def test_an_early_cancel_waits_for_the_cell_to_start(
         pad = await manager.get_or_create("early")
         assert isinstance(pad, LocalRuntime) and pad.pid is not None
         await pad.execute("kept = 1")
-        os.kill(pad.pid, signal.SIGSTOP)  # the kernel cannot even read the cell
+        kernel = kernel_pid(pad)
+        os.kill(kernel, signal.SIGSTOP)  # the kernel cannot even read the cell
         try:
             task = asyncio.create_task(pad.execute("import time\ntime.sleep(30)"))
             await wait_until_busy(pad)
             cancelling = asyncio.create_task(pad.cancel())
             await asyncio.sleep(settings.interrupt_grace_s * 1.5)  # longer than the grace
         finally:
-            os.kill(pad.pid, signal.SIGCONT)
+            os.kill(kernel, signal.SIGCONT)
         assert await cancelling
         cell = await task
         assert cell.status == "cancelled", (cell.error, cell.stderr[-500:], cell.logs)
@@ -243,7 +245,7 @@ async def test_a_kernel_that_never_enters_the_cell_is_killed_saying_so(
     async with ScratchpadManager(workspace=workspace, settings=lively(settings)) as manager:
         pad = await manager.get_or_create("frozen")
         assert isinstance(pad, LocalRuntime) and pad.pid is not None
-        os.kill(pad.pid, signal.SIGSTOP)  # stopped before the cell even arrives
+        os.kill(kernel_pid(pad), signal.SIGSTOP)  # stopped before the cell even arrives
         cell = await pad.execute("1")
         assert cell.status == "killed"
         assert cell.error is not None

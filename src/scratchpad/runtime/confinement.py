@@ -68,41 +68,45 @@ def support(settings: Settings) -> Support:
     return _support[key]
 
 
-def downgrade(settings: Settings, why: str) -> bool:
-    """A pad's launcher refused a start with ``why``: use one mechanism less from now on
-    (identity first, then namespaces) when the setting allows; False when nothing is left
-    to give up (or ``SCRATCHPAD_SANDBOX=require``)."""
+def downgrade(settings: Settings, paths: sandboxing.PadPaths, why: str) -> bool:
+    """A pad's launcher refused a start with ``why``: ask again, over this pad's own paths,
+    what works; when less does, use that from now on (unless the setting requires it) and
+    say so. False when nothing changed: the start failed for a reason of its own."""
     current = support(settings)
-    if current.sandbox == "require":
+    if current.sandbox == "require" or not current.namespaces:
         return False
-    if current.identity is not None:
-        changed = replace(current, identity=None, identity_note=f"could not switch: {why}")
-    elif current.namespaces:
-        changed = replace(current, namespaces=False, namespaces_note=f"failed: {why}")
-    else:
+    now = _probe(settings, paths)
+    if (now.namespaces, now.identity) == (current.namespaces, current.identity):
         return False
-    log.warning("pads start with one confinement less from now on: %s", why)
-    _support[(settings.sandbox, settings.pad_user)] = changed
+    log.warning("pads start with less confinement from now on (%s): %s", _namespaces_line(now), why)
+    _support[(settings.sandbox, settings.pad_user)] = now
     return True
 
 
-def _probe(settings: Settings) -> Support:
+def _probe(settings: Settings, paths: sandboxing.PadPaths | None = None) -> Support:
+    """Ask the launcher what works: namespaces with the pad identity (root), namespaces
+    alone, or neither; over ``paths``, else a pad-like layout in a throwaway directory."""
     abi = sandbox.landlock_abi()
     base = Support(settings.sandbox, abi, namespaces=False)
     if settings.sandbox == "off":
         return base
     identity = pad_identity(settings) if os.geteuid() == 0 else None
-    why = _try_launch(settings, identity)
+    why = _try_launch(settings, identity, paths)
     if why is None:
         return replace(base, namespaces=True, identity=identity)
-    if identity is not None and _try_launch(settings, None) is None:
+    if identity is not None and _try_launch(settings, None, paths) is None:
         return replace(base, namespaces=True, identity_note=f"could not switch: {why}")
     return replace(base, namespaces_note=why)
 
 
-def _try_launch(settings: Settings, identity: tuple[int, int] | None) -> str | None:
-    """Run the real launcher once with namespaces (and ``identity``) over a pad-like layout in
-    a throwaway directory; None when it worked, else why not."""
+def _try_launch(
+    settings: Settings, identity: tuple[int, int] | None, paths: sandboxing.PadPaths | None
+) -> str | None:
+    """Run the real launcher once with namespaces (and ``identity``) over ``paths`` (None: a
+    pad-like layout in a throwaway directory); None when it worked, else why not. It only
+    builds the view and exits: nothing of a pad runs."""
+    if paths is not None:
+        return _launch_once(settings, identity, paths)
     settings.home.mkdir(parents=True, exist_ok=True)
     place = Path(tempfile.mkdtemp(prefix=".probe-", dir=settings.home))
     try:
@@ -110,36 +114,42 @@ def _try_launch(settings: Settings, identity: tuple[int, int] | None) -> str | N
         for directory in (root / "bin", root / "tmp", workspace):
             directory.mkdir(parents=True)
         (root / "pyvenv.cfg").write_text("")
-        paths = sandboxing.PadPaths(
+        layout = sandboxing.PadPaths(
             home=place / "home",
             workspace=workspace,
             root=root,
             tmp=root / "tmp",
             server=sandboxing.server_paths(),
         )
-        spec = {
-            "namespaces": True,
-            "identity": identity,
-            "view": sandboxing.pad_view(paths, identity),
-            "rules": sandboxing.pad_rules(paths, namespaces=True) if sandbox_on(settings) else None,
-            "cwd": str(workspace),
-            "shm_bytes": 1 << 20,
-        }
-        argv = [sandboxing.BASE_PYTHON, *sandboxing.TRUSTED_FLAGS, str(CONFINE_SCRIPT), "--probe"]
-        try:
-            done = subprocess.run(
-                [*argv, json.dumps(spec)],
-                capture_output=True,
-                timeout=PROBE_TIMEOUT_S,
-                cwd="/",
-                env={"PATH": os.defpath},
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            return str(exc)
-        return None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
+        return _launch_once(settings, identity, layout)
     finally:
         shutil.rmtree(place, ignore_errors=True)
+
+
+def _launch_once(
+    settings: Settings, identity: tuple[int, int] | None, paths: sandboxing.PadPaths
+) -> str | None:
+    spec = {
+        "namespaces": True,
+        "identity": identity,
+        "view": sandboxing.pad_view(paths, identity),
+        "rules": sandboxing.pad_rules(paths, namespaces=True) if sandbox_on(settings) else None,
+        "cwd": str(paths.workspace),
+        "shm_bytes": 1 << 20,
+    }
+    argv = [sandboxing.BASE_PYTHON, *sandboxing.TRUSTED_FLAGS, str(CONFINE_SCRIPT), "--probe"]
+    try:
+        done = subprocess.run(
+            [*argv, json.dumps(spec)],
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            cwd="/",
+            env={"PATH": os.defpath},
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    return None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
 
 
 def sandbox_on(settings: Settings) -> bool:

@@ -58,6 +58,7 @@ class Launcher:
         self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
         while True:
             spec = await asyncio.to_thread(self.spec)
+            paths = self.paths()
             try:
                 kernel = await KernelProcess.spawn(
                     sandboxing.BASE_PYTHON,
@@ -73,16 +74,17 @@ class Launcher:
                     tag=None if confinement.contained(spec) else new_tag(str(self.settings.home)),
                 )
             except SandboxError as exc:
-                if not confinement.downgrade(self.settings, str(exc)):
+                if not await asyncio.to_thread(
+                    confinement.downgrade, self.settings, paths, str(exc)
+                ):
                     raise
                 continue
             if kernel.ready.get("sandbox") not in ("landlock", "off"):
                 log.warning("pad %r runs unsandboxed: %s", self.name, kernel.ready.get("sandbox"))
             return kernel
 
-    def spec(self, limits: dict[str, int] | None = None) -> dict[str, Any]:
-        """The launcher's spec for a process of this pad (see ``confinement.spec``)."""
-        paths = sandboxing.PadPaths(
+    def paths(self) -> sandboxing.PadPaths:
+        return sandboxing.PadPaths(
             home=self.settings.home,
             workspace=self.cwd,
             root=self.root,
@@ -90,6 +92,10 @@ class Launcher:
             guarded=self.guarded,
             server=SERVER_PATHS,
         )
+
+    def spec(self, limits: dict[str, int] | None = None) -> dict[str, Any]:
+        """The launcher's spec for a process of this pad (see ``confinement.spec``)."""
+        paths = self.paths()
         wanted = {"processes": 512} if limits is None else limits
         if self.settings.kernel_memory_limit_mb:
             wanted = {**wanted, "address_space": self.settings.kernel_memory_limit_mb << 20}

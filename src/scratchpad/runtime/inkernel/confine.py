@@ -61,7 +61,10 @@ def launch(spec: dict[str, Any], keep: Iterable[int] = ()) -> str:
     that carries on as the pad, with what holds ("landlock", or why not). ``keep``: the fds
     the pad's process keeps (its control channel); the holder and init close them. Raises
     :class:`Refused` when a step fails (before any code of the pad ran)."""
-    import _signal
+    if TYPE_CHECKING:
+        import signal as _signal
+    else:
+        import _signal  # the signal module would import enum: milliseconds at boot
     import resource  # noqa: F401 - loaded while every directory can still be reached
 
     kept = set(keep)
@@ -75,7 +78,7 @@ def launch(spec: dict[str, Any], keep: Iterable[int] = ()) -> str:
         _step("the pad's identity", lambda: _become(spec["identity"], userns))
     os.chdir(spec.get("cwd") or "/")
     _step("the limits", lambda: _limit(spec.get("limits") or {}))
-    held = _step("the sandbox", lambda: _sandbox(spec))
+    held = str(_step("the sandbox", lambda: _sandbox(spec)))
     for signum in RESET_SIGNALS:
         _signal.signal(signum, _signal.SIG_DFL)
     _close_others(kept)

@@ -190,6 +190,8 @@ def apply_view(view: Sequence[Sequence[str]], idmap: int | None = None) -> None:
             if kind != "hide" and path not in sources:
                 continue
             if kind == "hide":
+                if not os.path.isdir(path):
+                    continue  # nothing there to hide
                 mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
                 hidden.append(path)
             elif kind == "pin":
