@@ -68,6 +68,7 @@ def test_a_login_link_logs_this_tab_in_without_a_cookie(
     expect(page.locator("main h1")).to_have_text(NOT_LOGGED_IN)
     expect(page.locator("main")).to_contain_text("scratchpad login")
     expect(page.locator("#server")).to_have_text("not signed in")
+    screenshot(page, "login-needed")
     link = login_link(web_server)
     logged_in(page, link, web_server.url)
     assert page.title() == "Scratchpad" and "token" not in page.url
@@ -101,6 +102,9 @@ def test_a_new_tab_asks_a_logged_in_tab_and_none_is_left_without(
     alone = context.new_page()  # no logged-in tab left to ask
     alone.goto("/")
     expect(alone.locator("main h1")).to_have_text(NOT_LOGGED_IN)
+    alone.goto("/docs")
+    expect(alone.locator("#swagger-ui")).to_contain_text("The API docs need a browser session")
+    expect(alone.locator("#swagger-ui code").first).to_have_text("scratchpad serve")
 
 
 def test_another_origin_cannot_use_the_session(

@@ -9,7 +9,7 @@
 // forgot it) the page says how to log in again.
 
 import { getJSON, logOut } from "./api.js";
-import { h } from "./dom.js";
+import { h, withCode } from "./dom.js";
 import { HOW_TO_LOG_IN, onEnded, token } from "./session.js";
 
 const root = document.getElementById("app");
@@ -99,7 +99,7 @@ function loggedOut(title) {
   const indicator = document.getElementById("server");
   indicator.className = "server down";
   indicator.textContent = "not signed in";
-  root.replaceChildren(h("section", { class: "message" }, h("h1", {}, title), h("p", {}, HOW_TO_LOG_IN)));
+  root.replaceChildren(h("section", { class: "message" }, h("h1", {}, title), h("p", {}, withCode(HOW_TO_LOG_IN))));
 }
 
 async function start() {

@@ -2,6 +2,7 @@
 // A module runs after the deferred bundle that defines SwaggerUIBundle, and never inline, so
 // the page works offline and under a Content-Security-Policy of script-src 'self'.
 
+import { withCode } from "./dom.js";
 import { HEADER, HOW_TO_LOG_IN, token } from "./session.js";
 
 const root = document.getElementById("swagger-ui");
@@ -10,7 +11,7 @@ const session = await token(); // this tab's, or a logged-in tab's (session.js)
 if (typeof window.SwaggerUIBundle !== "function") {
   root.textContent = "The API docs could not load Swagger UI (/static/vendor/swagger-ui/).";
 } else if (!session) {
-  root.textContent = `The API docs need a browser session. ${HOW_TO_LOG_IN}`;
+  root.replaceChildren(...withCode(`The API docs need a browser session. ${HOW_TO_LOG_IN}`));
 } else {
   window.SwaggerUIBundle({
     url: "/openapi.json",

@@ -3,7 +3,7 @@
 // leads. The token leaves the address bar and the history at once: it is used up either way.
 
 import { ApiError, redeem } from "./api.js";
-import { h } from "./dom.js";
+import { h, withCode } from "./dom.js";
 import { HOW_TO_LOG_IN, keep } from "./session.js";
 
 /** A path on this server (no `//host`, which a browser reads as another site). */
@@ -18,7 +18,7 @@ async function logIn(main, token) {
     location.replace(isLocalPath(found.next) ? found.next : "/");
   } catch (error) {
     const why = error instanceof ApiError ? error.message : "The server could not be reached.";
-    main.replaceChildren(h("h1", {}, "This login link no longer works"), h("p", {}, why), h("p", {}, HOW_TO_LOG_IN));
+    main.replaceChildren(h("h1", {}, "This login link no longer works"), h("p", {}, withCode(why)), h("p", {}, withCode(HOW_TO_LOG_IN)));
   }
 }
 
