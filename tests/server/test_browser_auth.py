@@ -1,5 +1,6 @@
-"""Browser sessions, in-process (httpx ASGITransport): login links, the session cookie, the
-guard's Host / Origin / form-scope checks, the HTML refusals and the security headers."""
+"""Browser sessions, in-process (httpx ASGITransport): login links, the tab's session header
+(no cookie is ever read), logging out a whole login, signed URLs for downloads, the guard's
+Host / Origin / form-scope checks, the HTML refusals and the security headers."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from typer.testing import CliRunner
 from scratchpad.cli.app import app as cli
 from scratchpad.config import Settings
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.names import dir_name
+from scratchpad.server import browser_auth
 from scratchpad.server.app import create_app
 from scratchpad.server.browser_auth import BrowserSessions, auth_of, form_scope
 from scratchpad.server.headers import CSP
@@ -31,7 +34,7 @@ KEY = "browser-test-key"
 BASE = "http://127.0.0.1:8765"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 SAME_ORIGIN = {"Origin": BASE}
-COOKIE = "scratchpad_session"
+HEADER = "X-Scratchpad-Session"
 
 
 def _with_probe_routes(app: FastAPI) -> FastAPI:
@@ -66,50 +69,66 @@ def sessions_of(app: FastAPI) -> BrowserSessions:
     return found
 
 
-async def log_in(client: httpx.AsyncClient, app: FastAPI, scope: str = "all") -> dict[str, str]:
-    """The cookie header of a fresh session of ``scope``."""
-    token = sessions_of(app).grant(scope)
-    answer = await client.get(f"/login?token={token}")
+async def redeem(client: httpx.AsyncClient, token: str) -> httpx.Response:
+    """What the login page's script does with a link's token."""
+    return await client.post("/login", json={"token": token})
+
+
+async def log_in(
+    client: httpx.AsyncClient, app: FastAPI, scope: str = "all", by: str | None = None
+) -> dict[str, str]:
+    """The header of a fresh session of ``scope`` (from a link the session ``by`` made)."""
+    answer = await redeem(client, sessions_of(app).grant(scope, by=by))
     assert answer.status_code == 200, answer.text
-    session_id = answer.headers["set-cookie"].split(";")[0].split("=", 1)[1]
-    client.cookies.clear()  # each test says which cookie it sends
-    return {"Cookie": f"{COOKIE}={session_id}"}
+    return {HEADER: answer.json()["session"]}
 
 
-async def test_a_login_link_sets_a_strict_httponly_cookie_that_reaches_the_api(
+async def test_a_login_link_opens_a_page_whose_script_trades_the_token_for_a_header(
     client: httpx.AsyncClient, app: FastAPI
 ) -> None:
     link = sessions_of(app).link(BASE, next_path="/#/pads/main")
     assert link.startswith(f"{BASE}/login?token=") and "pads" not in link
-    answer = await client.get(link)
-    assert answer.status_code == 200 and "<script" not in answer.text
-    # On from a page of this site, not by a redirect: a redirect that a link on another site
-    # started does not carry a SameSite=Strict cookie.
-    assert '<meta http-equiv="refresh" content="0; url=/#/pads/main">' in answer.text
-    assert 'href="/#/pads/main"' in answer.text
-    cookie = answer.headers["set-cookie"]
-    name_value, *attributes = [part.strip() for part in cookie.split(";")]
-    assert name_value.startswith(f"{COOKIE}=") and len(name_value) > len(COOKIE) + 40
-    assert sorted(attributes) == ["HttpOnly", "Path=/", "SameSite=Strict"]  # no Secure
-    client.cookies.clear()
-    pads = await client.get("/v1/pads", headers={"Cookie": name_value})
+    page = await client.get(link)
+    assert page.status_code == 200 and page.headers["cache-control"] == "no-store"
+    assert '<script type="module" src="/static/login.js"></script>' in page.text
+    assert "set-cookie" not in page.headers and "<script>" not in page.text  # no inline code
+    token = link.split("token=", 1)[1]
+    assert sessions_of(app).pending(token)  # opening the page does not use the link up
+    answer = await redeem(client, token)
+    assert answer.status_code == 200 and answer.headers["cache-control"] == "no-store"
+    assert "set-cookie" not in answer.headers
+    body = answer.json()
+    assert body["scope"] == "all" and body["next"] == "/#/pads/main"
+    assert len(body["session"]) > 40 and body["expires_at"] > 0
+    pads = await client.get("/v1/pads", headers={HEADER: body["session"]})
     assert pads.status_code == 200 and pads.json() == {"pads": []}
-    assert (await client.get("/v1/pads")).status_code == 401  # the cookie is what let it in
+    assert (await client.get("/v1/pads")).status_code == 401  # the header is what let it in
+
+
+async def test_a_cookie_is_never_enough(client: httpx.AsyncClient, app: FastAPI) -> None:
+    session = (await log_in(client, app))[HEADER]
+    for name in ("scratchpad_session", HEADER, "session"):
+        cookie = {"Cookie": f"{name}={session}", **SAME_ORIGIN}
+        assert (await client.get("/v1/pads", headers=cookie)).status_code == 401
+        made = await client.post("/v1/login-links", headers=cookie)
+        assert made.status_code == 401, name
 
 
 async def test_a_token_works_once_and_an_expired_one_not_at_all(
     client: httpx.AsyncClient, app: FastAPI
 ) -> None:
     token = sessions_of(app).grant()
-    assert (await client.get(f"/login?token={token}")).status_code == 200
+    assert (await redeem(client, token)).status_code == 200
     expired = sessions_of(app).grant(ttl_s=0)
     for used in (token, expired, "made-up", ""):
-        again = await client.get(f"/login?token={used}")
-        assert again.status_code == 401
-        assert again.headers["content-type"].startswith("text/html")
-        assert "set-cookie" not in again.headers
-        assert "used already, it expired" in again.text and "scratchpad login" in again.text
-        assert "<script" not in again.text
+        page = await client.get(f"/login?token={used}")
+        assert page.status_code == 401
+        assert page.headers["content-type"].startswith("text/html")
+        assert "used already, it expired" in page.text and "scratchpad login" in page.text
+        assert "<script" not in page.text
+        again = await redeem(client, used)
+        assert again.status_code == 401 and again.json()["type"] == "Unauthorized"
+        assert "scratchpad login" in again.json()["error"]
 
 
 def test_a_session_ends_after_its_lifetime() -> None:
@@ -120,7 +139,7 @@ def test_a_session_ends_after_its_lifetime() -> None:
     lasting = BrowserSessions(session_ttl_s=3600)
     kept = lasting.redeem(lasting.grant("form:f1"))
     assert kept is not None and lasting.scope_of(kept.session_id) == "form:f1"
-    lasting.forget(kept.session_id)
+    assert lasting.log_out(kept.session_id) == 1
     assert lasting.scope_of(kept.session_id) is None
 
 
@@ -130,20 +149,20 @@ async def test_the_session_ttl_setting_reaches_the_app(manager: ScratchpadManage
     assert sessions_of(app).session_ttl_s == 5
 
 
-async def test_cookie_state_changes_need_the_servers_own_origin(
+async def test_session_state_changes_need_the_servers_own_origin(
     client: httpx.AsyncClient, app: FastAPI
 ) -> None:
-    cookie = await log_in(client, app)
+    session = await log_in(client, app)
     for origin in ("http://evil.example", "http://127.0.0.1:9999", "null", BASE + ".evil.com"):
-        foreign = await client.post("/v1/login-links", headers={**cookie, "Origin": origin})
+        foreign = await client.post("/v1/login-links", headers={**session, "Origin": origin})
         assert foreign.status_code == 403, origin
         assert foreign.json()["type"] == "Forbidden"
         assert "only the server's own pages" in foreign.json()["error"]
-    missing = await client.post("/v1/login-links", headers=cookie)
+    missing = await client.post("/v1/login-links", headers=session)
     assert missing.status_code == 403 and "without an Origin" in missing.json()["error"]
-    own = await client.post("/v1/login-links", headers={**cookie, **SAME_ORIGIN})
+    own = await client.post("/v1/login-links", headers={**session, **SAME_ORIGIN})
     assert own.status_code == 200 and own.json()["url"].startswith(f"{BASE}/login?token=")
-    reading = await client.get("/v1/pads", headers=cookie)  # reads need no Origin
+    reading = await client.get("/v1/pads", headers=session)  # reads need no Origin
     assert reading.status_code == 200
 
 
@@ -159,21 +178,24 @@ async def test_bearer_requests_need_neither_origin_nor_a_known_host(
     assert (await client.get("/v1/pads", headers=elsewhere)).status_code == 200
 
 
-async def test_a_foreign_host_is_refused_to_cookies_and_login_links(
+async def test_a_foreign_host_is_refused_to_sessions_and_login_links(
     client: httpx.AsyncClient, app: FastAPI
 ) -> None:
-    cookie = await log_in(client, app)
-    rebound = {**cookie, "Host": "attacker.example:8765"}
+    session = await log_in(client, app)
+    rebound = {**session, "Host": "attacker.example:8765"}
     answer = await client.get("/v1/pads", headers=rebound)
     assert answer.status_code == 403
     assert "SCRATCHPAD_ALLOWED_HOSTS" in answer.json()["error"]
     token = sessions_of(app).grant()
     login = await client.get(f"/login?token={token}", headers={"Host": "attacker.example:8765"})
-    assert login.status_code == 403 and "set-cookie" not in login.headers
+    assert login.status_code == 403
+    foreign = {"Host": "attacker.example:8765"}
+    redeemed = await client.post("/login", json={"token": token}, headers=foreign)
+    assert redeemed.status_code == 403 and sessions_of(app).pending(token)
     for twin in ("localhost:8765", "[::1]:8765", "LOCALHOST:8765"):
-        assert (await client.get("/v1/pads", headers={**cookie, "Host": twin})).status_code == 200
+        assert (await client.get("/v1/pads", headers={**session, "Host": twin})).status_code == 200
     for wrong in ("localhost:8766", "127.0.0.1"):
-        assert (await client.get("/v1/pads", headers={**cookie, "Host": wrong})).status_code == 403
+        assert (await client.get("/v1/pads", headers={**session, "Host": wrong})).status_code == 403
 
 
 async def test_allowed_hosts_let_more_names_in(manager: ScratchpadManager) -> None:
@@ -185,29 +207,26 @@ async def test_allowed_hosts_let_more_names_in(manager: ScratchpadManager) -> No
     app = create_app(ScratchpadManager(settings=settings), api_key=KEY, origin=BASE)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://box.lan:8765") as http:
-        cookie = await log_in(http, app)
-        assert (await http.get("/v1/pads", headers=cookie)).status_code == 200
+        session = await log_in(http, app)
+        assert (await http.get("/v1/pads", headers=session)).status_code == 200
 
 
 async def test_a_form_session_reaches_its_form_and_nothing_else(
     client: httpx.AsyncClient, app: FastAPI
 ) -> None:
-    cookie = await log_in(client, app, scope="form:f1")
-    page = await client.get("/connect/f1", headers=cookie)
-    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    answer = await client.get("/v1/forms/f1/who", headers=cookie)
+    session = await log_in(client, app, scope="form:f1")
+    answer = await client.get("/v1/forms/f1/who", headers=session)
     assert answer.json() == {"auth": "form:f1", "form": "f1"}
-    staged = await client.get("/v1/datavault/submissions/sub_000000000000", headers=cookie)
+    staged = await client.get("/v1/datavault/submissions/sub_000000000000", headers=session)
     assert staged.json()["type"] == "SubmissionNotFoundError"  # past the guard
-    post = {**cookie, **SAME_ORIGIN}
+    post = {**session, **SAME_ORIGIN}
     submit = await client.post("/v1/datavault/submissions", headers=post, json={})
     assert submit.status_code == 422  # past the guard, refused by the route for its body
     for method, path in (
         ("GET", "/v1/pads"),
-        ("GET", "/connect/f2"),
         ("GET", "/v1/forms/f2"),
-        ("GET", "/"),
         ("POST", "/v1/login-links"),
+        ("POST", "/v1/signed-urls"),
         ("POST", "/scratchpad/start"),
         ("DELETE", "/v1/forms/f1"),
     ):
@@ -225,43 +244,116 @@ async def test_bearer_and_full_sessions_have_no_form_scope(
 ) -> None:
     answer = await client.get("/v1/forms/f1/who", headers=AUTH)
     assert answer.json() == {"auth": "bearer", "form": None}
-    cookie = await log_in(client, app)
-    assert (await client.get("/v1/forms/f1/who", headers=cookie)).json() == {
+    session = await log_in(client, app)
+    assert (await client.get("/v1/forms/f1/who", headers=session)).json() == {
         "auth": "all",
         "form": None,
     }
 
 
-async def test_pages_without_a_session_explain_how_to_log_in(client: httpx.AsyncClient) -> None:
-    page = await client.get("/")
-    assert page.status_code == 401 and page.headers["content-type"].startswith("text/html")
-    assert "scratchpad login" in page.text and "scratchpad serve" in page.text
-    assert "<script" not in page.text
+async def test_pages_are_code_anyone_may_load_and_data_needs_a_session(
+    client: httpx.AsyncClient,
+) -> None:
+    for path in ("/", "/docs", "/connect/f1", "/static/login.js"):
+        page = await client.get(path)
+        assert page.status_code == 200, path
+        assert "/v1/" not in page.text or path.startswith("/static/"), path  # no data
+    foreign = await client.get("/", headers={"Host": "attacker.example:8765"})
+    assert foreign.status_code == 403  # DNS rebinding: pages too
     api = await client.get("/v1/pads")
     assert api.status_code == 401 and api.json()["type"] == "Unauthorized"
     assert api.headers["www-authenticate"] == 'Bearer realm="scratchpad"'
-    stale = await client.get("/", headers={"Cookie": f"{COOKIE}=not-a-session"})
-    assert stale.status_code == 401 and "scratchpad login" in stale.text
-    assert '<a href="/">Open this page again</a>' in stale.text  # a same-site step
-    for path, shown in (("/docs", 'href="/docs"'), ("//evil.example/x", "evil.example")):
+    stale = await client.get("/v1/pads", headers={HEADER: "not-a-session"})
+    assert stale.status_code == 401
+    for path in ("/elsewhere", "//evil.example/x"):
         page = await client.get(httpx.URL(BASE + path))
         assert page.status_code == 401 and page.request.url.path == path
-        assert (shown in page.text) == (path == "/docs"), path  # never a link elsewhere
+        assert "scratchpad login" in page.text and "evil.example" not in page.text
 
 
-async def test_logout_forgets_the_session_and_clears_the_cookie(
-    client: httpx.AsyncClient, app: FastAPI
-) -> None:
-    cookie = await log_in(client, app)
-    out = await client.post("/logout", headers={**cookie, **SAME_ORIGIN})
-    assert out.status_code == 200 and out.json() == {"ok": True}
-    assert out.headers["set-cookie"].startswith(f"{COOKIE}=; Max-Age=0;")
-    client.cookies.clear()
-    assert (await client.get("/v1/pads", headers=cookie)).status_code == 401
-    again = await log_in(client, app)
-    forged = await client.post("/logout", headers={**again, "Origin": "http://evil.example"})
+async def test_logging_out_ends_the_whole_login(client: httpx.AsyncClient, app: FastAPI) -> None:
+    """Every session of the login (those of the links it made, and theirs) and every link it
+    made that was not used yet; another login lives on."""
+    person = await log_in(client, app)
+    sessions = sessions_of(app)
+    minted = await log_in(client, app, by=person[HEADER])
+    grandchild = await log_in(client, app, scope="form:f1", by=minted[HEADER])
+    unused = sessions.grant(by=person[HEADER])
+    unused_form = sessions.grant("form:f2", by=minted[HEADER])
+    made = await client.post("/v1/login-links", headers={**person, **SAME_ORIGIN})
+    made_token = made.json()["url"].split("token=", 1)[1]
+    another = await log_in(client, app)  # the banner's link: a login of its own
+    form_of_model = await log_in(client, app, scope="form:f3")  # a model's form link
+
+    forged = await client.post("/logout", headers={**person, "Origin": "http://evil.example"})
     assert forged.status_code == 403
-    assert (await client.get("/v1/pads", headers=again)).status_code == 200
+    out = await client.post("/logout", headers={**person, **SAME_ORIGIN})
+    assert out.status_code == 200 and out.json() == {"ok": True}
+    assert "set-cookie" not in out.headers
+    for ended in (person, minted, grandchild):
+        assert (await client.get("/v1/forms/f1/who", headers=ended)).status_code == 401
+    for token in (unused, unused_form, made_token):
+        assert (await redeem(client, token)).status_code == 401
+        assert (await client.get(f"/login?token={token}")).status_code == 401
+    assert (await client.get("/v1/pads", headers=another)).status_code == 200
+    assert (await client.get("/v1/forms/f3/who", headers=form_of_model)).status_code == 200
+    again = await client.post("/logout", headers={**person, **SAME_ORIGIN})
+    assert again.status_code == 200  # nothing left to end
+
+
+async def test_a_signed_url_opens_one_download_while_its_session_lives(
+    client: httpx.AsyncClient, app: FastAPI, manager: ScratchpadManager, workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    (manager.settings.home / "pads" / dir_name("data/team")).mkdir(parents=True)
+    (workspace / "plot one.png").write_bytes(b"\x89PNG fake")
+    (workspace / "other.txt").write_text("other")
+    person = {**(await log_in(client, app)), **SAME_ORIGIN}
+    path = "/v1/pads/data%2Fteam/files/plot%20one.png"
+
+    async def sign(url: str, headers: dict[str, str] = person) -> httpx.Response:
+        return await client.post("/v1/signed-urls", headers=headers, json={"url": url})
+
+    made = await sign(f"{path}?download=true")
+    assert made.status_code == 200 and made.headers["cache-control"] == "no-store", made.text
+    url = made.json()["url"]
+    assert url.startswith(f"{path}?download=true&sig=") and made.json()["expires_at"] > 0
+    got = await client.get(url)  # no header: what a link or an <img> sends
+    assert got.status_code == 200 and got.content == b"\x89PNG fake"
+    assert got.headers["content-disposition"].startswith("attachment")
+    signature = url.split("sig=", 1)[1]
+    for bent in (
+        f"{path}?sig={signature}",  # another query
+        f"/v1/pads/data%2Fteam/files/other.txt?download=true&sig={signature}",  # another file
+        f"{path}?download=true&sig={signature[:-2]}xx",  # another signature
+        f"{path}?download=true&sig={signature}&sig={signature}",
+        f"{path}?download=true&sig={signature.rsplit('.', 1)[0]}.m%C3%A4c",  # not even ASCII
+        f"{path}?download=true&sig=..",
+    ):
+        assert (await client.get(bent)).status_code == 401, bent
+    assert (await client.delete(url)).status_code == 401  # GET only
+    plain = (await sign(path)).json()["url"]
+    assert plain.startswith(f"{path}?sig=") and (await client.get(plain)).status_code == 200
+
+    for refused, why in (
+        ("/v1/pads", "only downloads on this server can be signed"),
+        ("/v1/datasources/http-api-key/prod", "only downloads on this server can be signed"),
+        ("http://elsewhere.example/v1/pads/main/notebook", "only downloads on this server"),
+        ("http://[::1/v1/pads/main/notebook", "only downloads on this server"),
+        ("/v1/pads/main/notebook#top", "only downloads on this server"),
+        (f"{path}?sig=mine", "already has a 'sig' parameter"),
+    ):
+        answer = await sign(refused)
+        assert answer.status_code == 400 and why in answer.json()["error"], answer.text
+    assert (await sign(path, AUTH)).status_code == 403  # the key needs no signed URL
+    form = {**(await log_in(client, app, scope="form:f1")), **SAME_ORIGIN}
+    assert (await sign(path, form)).status_code == 403
+
+    monkeypatch.setattr(browser_auth, "SIGNED_TTL_S", 0)
+    expired = (await sign(path)).json()["url"]
+    assert (await client.get(expired)).status_code == 401
+    await client.post("/logout", headers=person)
+    assert (await client.get(url)).status_code == 401  # its session ended
 
 
 @pytest.mark.parametrize(
@@ -290,11 +382,11 @@ async def test_a_link_for_a_form_opens_that_form_only(
     made = await client.post(
         "/v1/login-links", headers=AUTH, json={"next": "/connect/f1", "scope": "form:f1"}
     )
-    answer = await client.get(made.json()["url"])
-    assert answer.status_code == 200 and "url=/connect/f1" in answer.text
-    session = answer.headers["set-cookie"].split(";")[0]
-    client.cookies.clear()
-    assert (await client.get("/v1/pads", headers={"Cookie": session})).status_code == 403
+    answer = await redeem(client, made.json()["url"].split("token=", 1)[1])
+    assert answer.json()["scope"] == "form:f1" and answer.json()["next"] == "/connect/f1"
+    session = {HEADER: answer.json()["session"]}
+    assert (await client.get("/v1/forms/f1/who", headers=session)).status_code == 200
+    assert (await client.get("/v1/pads", headers=session)).status_code == 403
 
 
 def assert_security_headers(response: httpx.Response) -> None:
@@ -308,11 +400,11 @@ async def test_security_headers_on_json_static_pages_and_refusals(
     client: httpx.AsyncClient, app: FastAPI
 ) -> None:
     assert "'unsafe-inline'" not in CSP and "frame-ancestors 'none'" in CSP
-    cookie = await log_in(client, app)
+    session = await log_in(client, app)
     for response in (
         await client.get("/v1/pads", headers=AUTH),
         await client.get("/static/app.js"),
-        await client.get("/", headers=cookie),
+        await client.get("/v1/pads", headers=session),
         await client.get("/"),
         await client.get("/v1/pads"),
         await client.get("/login?token=x"),
@@ -349,6 +441,12 @@ def test_the_access_log_never_holds_a_login_token() -> None:
     assert access.filter(record)
     line = record.getMessage()
     assert "Tok-3n_x" not in line and "/login?token=[hidden]&next=1" in line
+    signed = access.makeRecord(
+        ACCESS_LOGGER, logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5", "GET", "/v1/pads/p/notebook?sig=h.9.m-A_c", "1.1", 200), None,
+    )  # fmt: skip
+    assert access.filter(signed)
+    assert signed.getMessage().count("/v1/pads/p/notebook?sig=[hidden] HTTP") == 1
 
 
 def banner_lines(process: subprocess.Popen[str]) -> list[str]:
@@ -362,11 +460,15 @@ def banner_lines(process: subprocess.Popen[str]) -> list[str]:
     return lines
 
 
-def follow_login(link: str) -> str:
-    """The session cookie a login link gives (no bearer key anywhere)."""
-    answer = httpx.get(link, follow_redirects=False, timeout=10)
+def follow_login(url: str, link: str) -> str:
+    """The session a login link gives (no bearer key anywhere): its page, then what the
+    page's script does."""
+    page = httpx.get(link, follow_redirects=False, timeout=10)
+    assert page.status_code == 200 and "/static/login.js" in page.text, page.text
+    token = link.split("token=", 1)[1]
+    answer = httpx.post(f"{url}/login", json={"token": token}, timeout=10)
     assert answer.status_code == 200, answer.text
-    return answer.headers["set-cookie"].split(";")[0]
+    return str(answer.json()["session"])
 
 
 def test_over_a_real_server_the_banner_and_scratchpad_login_give_working_links(
@@ -377,36 +479,21 @@ def test_over_a_real_server_the_banner_and_scratchpad_login_give_working_links(
         banner = banner_lines(process)
         shown = [line.split()[-1] for line in banner if line.lstrip().startswith("web UI:")]
         assert len(shown) == 1 and shown[0].startswith(f"{url}/login?token=")
-        cookie = follow_login(shown[0])
-        assert httpx.get(f"{url}/v1/pads", headers={"Cookie": cookie}).status_code == 200
-        page = httpx.get(f"{url}/", headers={"Cookie": cookie})
-        assert page.status_code == 200 and "<title>Scratchpad</title>" in page.text
+        session = follow_login(url, shown[0])
+        assert httpx.get(f"{url}/v1/pads", headers={HEADER: session}).status_code == 200
 
         result = CliRunner().invoke(cli, ["login"])
         assert result.exit_code == 0, result.stderr
         printed = result.stdout.strip()
         assert printed.startswith(f"{url}/login?token=") and "\n" not in printed
-        cli_cookie = follow_login(printed)
-        assert httpx.get(f"{url}/v1/pads", headers={"Cookie": cli_cookie}).status_code == 200
+        cli_session = follow_login(url, printed)
+        assert httpx.get(f"{url}/v1/pads", headers={HEADER: cli_session}).status_code == 200
 
         made = httpx.post(f"{url}/v1/login-links", headers=AUTH, json={"next": "/"}).json()
         token = made["url"].split("token=", 1)[1]
-        session = follow_login(made["url"]).split("=", 1)[1]
+        third = follow_login(url, made["url"])
         assert httpx.get(made["url"]).status_code == 401  # used
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=30)
-    secrets_shown = [
-        part for part in (token, session, cli_cookie.split("=", 1)[1]) if part in output
-    ]
+    secrets_shown = [part for part in (token, session, cli_session, third) if part in output]
     assert not secrets_shown, output
-
-
-async def test_a_decoy_cookie_of_another_page_does_not_lock_the_session_out(
-    client: httpx.AsyncClient, app: FastAPI
-) -> None:
-    cookie = await log_in(client, app)
-    real = cookie["Cookie"]
-    tossed = {"Cookie": f"{COOKIE}=tossed-by-another-page; {real}"}  # the longer path first
-    assert (await client.get("/v1/pads", headers=tossed)).status_code == 200
-    only_decoy = {"Cookie": f"{COOKIE}=tossed-by-another-page"}
-    assert (await client.get("/v1/pads", headers=only_decoy)).status_code == 401

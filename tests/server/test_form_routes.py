@@ -1,5 +1,6 @@
 """The routes the web UI's credential forms need: the known engines with their forms, and the
-``/connect/{form_id}`` page (behind the API's key)."""
+``/connect/{form_id}`` page (code anyone on the server's own host may load: the form itself is
+read with the key or a browser session)."""
 
 from __future__ import annotations
 
@@ -45,13 +46,17 @@ async def test_the_engines_route_lists_every_known_engine_with_a_valid_form(
         assert check_spec(engine["form"])["engine"] == engine["engine"]
 
 
-async def test_the_engines_route_and_the_connect_page_need_the_key(
+async def test_the_engines_route_and_the_form_need_the_key_and_the_page_does_not(
     app_client: httpx.AsyncClient,
 ) -> None:
     refused = await app_client.get("/v1/datasources/engines")
     assert refused.status_code == 401 and set(refused.json()) == {"error", "type"}
-    page = await app_client.get("/connect/fm_0123456789")  # a page: says how to log in
-    assert page.status_code == 401 and "scratchpad login" in page.text
+    form = await app_client.get("/v1/forms/fm_0123456789")
+    assert form.status_code == 401
+    page = await app_client.get("http://127.0.0.1:8765/connect/fm_0123456789")  # code only
+    assert page.status_code == 200 and "connect.js" in page.text
+    rebound = await app_client.get("/connect/fm_0123456789")  # not a name of the server's
+    assert rebound.status_code == 403
 
 
 async def test_the_connect_page_is_served_for_any_form_id(app_client: httpx.AsyncClient) -> None:

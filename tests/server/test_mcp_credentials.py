@@ -98,22 +98,24 @@ def texts(result: types.CallToolResult) -> str:
     return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
-async def person(url: str, link: str) -> tuple[str, httpx.Cookies]:
+async def person(url: str, link: str) -> tuple[str, dict[str, str]]:
     """A person's browser opening the one-time link: the form's id (from the page the link
-    goes on to) and the cookies of the session it gave, which may touch that form only."""
-    async with httpx.AsyncClient(timeout=60) as browser:  # no key: what the link gives
+    goes on to) and the header of the session it gave, which may touch that form only."""
+    async with httpx.AsyncClient(base_url=url, timeout=60) as browser:  # no key
         page = await browser.get(link)
-        assert page.status_code == 200, page.text
-        found = re.search(r'url=/connect/([^"]+)"', page.text)
-        assert found is not None, page.text
-        return found.group(1), browser.cookies
+        assert page.status_code == 200 and "/static/login.js" in page.text, page.text
+        answer = await browser.post("/login", json={"token": link.split("token=", 1)[1]})
+        assert answer.status_code == 200, answer.text
+        found = re.fullmatch(r"/connect/([^/]+)", answer.json()["next"])
+        assert found is not None, answer.text
+        return found.group(1), {"x-scratchpad-session": answer.json()["session"]}
 
 
 async def fill_in(url: str, link: str, values: dict[str, str]) -> dict[str, Any]:
     """What the person's browser does with the link: log in for this form only, read the
     form, submit the values (with the spec as the page has it), read the stream to its end."""
-    form_id, cookies = await person(url, link)
-    async with httpx.AsyncClient(base_url=url, cookies=cookies, timeout=60) as browser:
+    form_id, session = await person(url, link)
+    async with httpx.AsyncClient(base_url=url, headers=session, timeout=60) as browser:
         assert (await browser.get("/v1/pads")).status_code == 403  # this form only
         form = (await browser.get(f"/v1/forms/{form_id}")).json()
         assert form["status"] == "open", form
@@ -298,7 +300,9 @@ async def test_a_one_form_session_reaches_only_its_form(
         return client.post("/v1/datavault/submissions", json={"values": values, **body})
 
     try:
-        assert (await scoped.get(f"/login?token={token}")).status_code == 200
+        login = await scoped.post("/login", json={"token": token})
+        assert login.status_code == 200 and login.json()["scope"] == f"form:{mine}"
+        scoped.headers["x-scratchpad-session"] = login.json()["session"]
         stream = await submit(full, form_spec=http_form())
         foreign = sse(stream.text)[-1][1]["response"]["submission_id"]
         own = await submit(scoped, form_id=mine, form_spec={})

@@ -21,7 +21,7 @@ from scratchpad.connect.submissions import Submissions
 from scratchpad.errors import PadClosedError
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.app import create_app
-from scratchpad.server.browser_auth import SESSION_COOKIE
+from scratchpad.server.browser_auth import SESSION_HEADER, SIGNABLE
 from scratchpad.server.frames import error_frame
 from scratchpad.server.guard import OPEN_PATHS
 from scratchpad.server.openapi import document
@@ -155,9 +155,13 @@ def test_every_operation_declares_its_answers_and_the_key(manager: ScratchpadMan
         "scheme": "bearer",
         "description": "The server's API key.",
     }
-    assert schemes["session"]["in"] == "cookie" and schemes["session"]["type"] == "apiKey"
-    assert schemes["session"]["name"] == SESSION_COOKIE
+    assert schemes["session"]["in"] == "header" and schemes["session"]["type"] == "apiKey"
+    assert schemes["session"]["name"] == SESSION_HEADER == "x-scratchpad-session"
+    assert schemes["signed"]["in"] == "query" and schemes["signed"]["name"] == "sig"
+    assert "cookie" not in {scheme.get("in") for scheme in schemes.values()}
     assert doc["security"] == [{"bearer": []}, {"session": []}]  # either one
+    downloads: list[dict[str, list[str]]] = [{"bearer": []}, {"session": []}, {"signed": []}]
+    assert all(doc["paths"][path]["get"]["security"] == downloads for path in SIGNABLE)
     assert "HTTPValidationError" not in doc["components"]["schemas"]
     for path, item in doc["paths"].items():
         for method, operation in item.items():
@@ -166,7 +170,8 @@ def test_every_operation_declares_its_answers_and_the_key(manager: ScratchpadMan
             if path in OPEN_PATHS:
                 assert operation["security"] == [], where
             else:
-                assert "security" not in operation, where
+                if path not in SIGNABLE or method != "get":
+                    assert "security" not in operation, where
                 assert "401" in responses and "403" in responses, where
             for status, response in responses.items():
                 if status.startswith(("4", "5")):

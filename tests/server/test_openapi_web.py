@@ -282,12 +282,29 @@ async def test_login_links_logout_and_browser_refusals_validate(
             answer = await browser.post(links, headers=AUTH, json=body)
             assert answer.status_code == status, answer.text
             checker.answer(answer, "POST", links)
-        login = await browser.get("/login", params={"token": made.json()["url"].split("=")[-1]})
-        assert login.status_code == 200 and browser.cookies  # a session of form f1 only
+        token = {"token": made.json()["url"].split("=")[-1]}
+        login = checker.answer(await browser.post("/login", json=token), "POST", "/login")
+        assert login["scope"] == "form:f1"  # a session of form f1 only
+        spent = await browser.post("/login", json=token)
+        assert spent.status_code == 401 and checker.answer(spent, "POST", "/login")
+        browser.headers["x-scratchpad-session"] = login["session"]
         for method, url, path in [("GET", "/v1/pads", "/v1/pads"), ("POST", links, links),
-                                  ("POST", "/logout", "/logout")]:  # fmt: skip
-            refused = await browser.request(method, url)  # outside its form; no Origin
-            assert refused.status_code == 403, (url, refused.text)
+                                  ("POST", "/logout", "/logout"),
+                                  ("POST", "/v1/signed-urls", "/v1/signed-urls")]:  # fmt: skip
+            refused = await browser.request(method, url, json={"url": "/v1/pads/p/dump"})
+            assert refused.status_code == 403, (url, refused.text)  # outside its form; no Origin
             checker.answer(refused, method, path)
         out = await browser.post("/logout", headers={"Origin": base})
         assert checker.answer(out, "POST", "/logout") == {"ok": True}
+        full = await browser.post(links, headers=AUTH, json={})
+        login = checker.answer(
+            await browser.post("/login", json={"token": full.json()["url"].split("=")[-1]}),
+            "POST",
+            "/login",
+        )
+        own = {"x-scratchpad-session": login["session"], "Origin": base}
+        signs = "/v1/signed-urls"
+        signed = await browser.post(signs, headers=own, json={"url": "/v1/pads/p/notebook"})
+        assert checker.answer(signed, "POST", signs)["url"].startswith("/v1/pads/p/notebook?sig=")
+        refused = await browser.post(signs, headers=own, json={"url": "/v1/pads"})
+        assert refused.status_code == 400 and checker.answer(refused, "POST", signs)

@@ -92,10 +92,18 @@ def login_link(web_server: WebServer, next_path: str = "/") -> str:
     return str(answer.json()["url"])
 
 
+# What the UI's own code gets from a GET (api.js: the tab's session in its header).
+API_STATUS = (
+    "(path) => import('/static/api.js')"
+    ".then((api) => api.request(path)).then((r) => r.status, (e) => e.status)"
+)
+API_JSON = "(path) => import('/static/api.js').then((api) => api.getJSON(path))"
+
+
 @pytest.fixture
 def page(browser: Browser, web_server: WebServer) -> Iterator[Page]:
-    """A fresh browser context logged in as a person is: through a one-time login link,
-    so every request of the page carries the session cookie and never the key."""
+    """A fresh browser context logged in as a person is: through a one-time login link, so
+    every request of the page carries the tab's session (a header) and never the key."""
     context = browser.new_context(base_url=web_server.url, viewport={"width": 1280, "height": 800})
     opened = context.new_page()
     opened.goto(login_link(web_server))

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.web.conftest import WebServer, screenshot
+from tests.web.conftest import API_STATUS, WebServer, screenshot
 from tests.web.pending import open_form, request_credentials
 from tests.web.probing import (
     CELL,
@@ -28,7 +28,6 @@ from tests.web.probing import (
 )
 
 DONE = "You can close this tab; the agent has been told."
-STATUS_OF = "(path) => fetch(path).then((r) => r.status)"
 FORM = labelled_form(subtitle="A key for GET /me, to read the service's users.")
 
 
@@ -98,7 +97,7 @@ def test_a_requested_form_is_filled_on_its_page_and_the_model_gets_the_names(
     page = person
     probing.plays(STATUS, CELL, SUCCESS)
     form_id = opened(page, probing)
-    assert page.evaluate(STATUS_OF, "/v1/pads") == 403  # this form only: the app is out of reach
+    assert page.evaluate(API_STATUS, "/v1/pads") == 403  # this form only: the app is out of reach
     assert "still open" in request_credentials(probing.server, {"form_id": form_id})
     panel = page.locator(".fp-panel")
     expect(page.locator(".topbar, #app, .pads")).to_have_count(0)  # a page of its own

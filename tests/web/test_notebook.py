@@ -176,12 +176,24 @@ def test_a_cell_from_another_client_shows_up_live(
     expect(page.locator(".cell")).to_have_count(2)
 
 
+# A 2x1 PNG, written by a cell: the files view previews it through a signed URL.
+PIXELS = (
+    "import base64\nopen('dot.png', 'wb').write(base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAI"
+    "AAAABCAYAAAD0In+KAAAAEUlEQVR4nGP4z8DwnwGIGQAd+wL+QvaDAwAAAABJRU5ErkJggg=='))"
+)
+
+
 def test_files_upload_preview_download_and_delete(
     page: Page, web_server: WebServer, files: None
 ) -> None:
-    execute(web_server, "filing", "open('seed.txt', 'w').write('seed')")
+    execute(web_server, "filing", "open('seed.txt', 'w').write('seed')\n" + PIXELS)
     page.goto("/#/pads/filing/files")
     expect(page.locator("tr[data-path='seed.txt']")).to_be_visible()
+    page.locator("tr[data-path='dot.png']").get_by_role("button", name="Preview").click()
+    preview = page.locator("figure.preview img")
+    expect(preview).to_have_attribute("src", re.compile(r"/files/dot\.png\?sig="))
+    preview.evaluate("img => img.decode()")  # loaded: the signed URL opened it
+    assert preview.evaluate("img => img.naturalWidth") == 2
     upload: FilePayload = {
         "name": "notes.txt",
         "mimeType": "text/plain",
@@ -198,6 +210,17 @@ def test_files_upload_preview_download_and_delete(
     page.get_by_role("dialog").get_by_role("button", name="Delete").click()
     expect(row).to_have_count(0)
     expect(page.locator("tr[data-path='seed.txt']")).to_be_visible()
+
+
+def test_the_notebook_downloads_as_ipynb(page: Page, web_server: WebServer) -> None:
+    execute(web_server, "saved", "print('kept')")
+    open_pad(page, "saved")
+    expect(page.locator(".cell")).to_have_count(1)
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download .ipynb").click()
+    assert download.value.suggested_filename == "saved.ipynb"
+    notebook = json.loads(Path(download.value.path()).read_text("utf-8"))
+    assert notebook["nbformat"] == 4 and "print('kept')" in json.dumps(notebook["cells"])
 
 
 def test_remove_asks_first(page: Page, web_server: WebServer) -> None:

@@ -1,10 +1,12 @@
 """A pad's workspace files over HTTP: list a directory, download, upload, delete.
 
-The web UI lives on the same origin and its session is a cookie, so a workspace file must never
-run as a page of it: every download says ``nosniff`` and a sandboxing CSP, and everything but
-raster images and plain text comes as an attachment. Uploads stream to a temp file beside
-their target with their own size limit (``SCRATCHPAD_MAX_UPLOAD_BYTES``): the Guard does not
-buffer them (see :func:`upload_limit`). Disk work runs on worker threads.
+The web UI lives on the same origin and keeps its tab's session there, so a workspace file must
+never run as a page of it: every download says ``nosniff`` and a sandboxing CSP, and everything
+but raster images and plain text comes as an attachment. A browser fetches a download through
+a signed URL (``POST /v1/signed-urls``), as a link cannot carry the session's header. Uploads
+stream to a temp file beside their target with their own size limit
+(``SCRATCHPAD_MAX_UPLOAD_BYTES``): the Guard does not buffer them (see :func:`upload_limit`).
+Disk work runs on worker threads.
 """
 
 from __future__ import annotations

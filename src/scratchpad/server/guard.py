@@ -1,30 +1,41 @@
-"""The server's gate, as plain ASGI: who sends a request (the bearer key, or a browser
-session's cookie), what a browser may do, and the request-size limit. Plain ASGI because
-Starlette's ``BaseHTTPMiddleware`` costs a task group and a stream copy per request, a large
-share of a tiny cell's round trip; the bearer path costs one key comparison, as before. (CORS
-preflights are answered by the CORS middleware outside this one.)
+"""The server's gate, as plain ASGI: who sends a request (the bearer key, or a browser tab's
+session), what a browser may do, and the request-size limit. Plain ASGI because Starlette's
+``BaseHTTPMiddleware`` costs a task group and a stream copy per request, a large share of a
+tiny cell's round trip; the bearer path costs one key comparison, as before. (CORS preflights
+are answered by the CORS middleware outside this one.)
 
 Who it is goes to ``scope["state"]["auth"]`` (``request.state.auth``): ``"bearer"``, ``"all"``
-or ``"form:<id>"`` (see :mod:`scratchpad.server.browser_auth`); absent on an open path.
-Requests without the key must name the server in ``Host`` (DNS rebinding); cookie-carried
-state changes must come from the server's own pages (``Origin``, CSRF)."""
+or ``"form:<id>"`` (see :mod:`scratchpad.server.browser_auth`), and a browser session's id to
+``scope["state"]["session"]``; absent on an open path. A browser session comes in the
+``X-Scratchpad-Session`` header or, for a download the browser fetches without script, in a
+signed URL; cookies are never read (browsers send them to every port of the host). Requests
+without the key must name the server in ``Host`` (DNS rebinding); a session's state changes
+must come from the server's own pages (``Origin``). The pages themselves are open: they are
+code and hold no data, which their script reads with the tab's session."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from urllib.parse import quote, unquote
+from urllib.parse import parse_qsl, quote, unquote
 
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scratchpad.server.auth import authorized
-from scratchpad.server.browser_auth import FORM_PREFIX, SESSION_COOKIE, BrowserSessions
+from scratchpad.server.browser_auth import (
+    FORM_PREFIX,
+    SESSION_HEADER,
+    SIGNATURE_PARAM,
+    BrowserSessions,
+    signable,
+    signed_target,
+)
 from scratchpad.server.hosts import OwnHosts, same_origin
 from scratchpad.server.pages import login_needed
 from scratchpad.vault.scrub import scrub
 
-OPEN_PATHS = frozenset({"/healthz", "/login", "/logout"})
-OPEN_PREFIXES = ("/static/",)  # the web UI's files: code and styles, no data
+OPEN_PATHS = frozenset({"/healthz", "/login", "/logout", "/", "/docs"})
+OPEN_PREFIXES = ("/static/", "/connect/")  # the web UI's files and pages: code, no data
 NAMED_PATHS = "/v1/pads/"  # below it, a path segment is a pad name that may hold '/'
 API_PREFIXES = ("/v1/", "/scratchpad/", "/mcp", "/openapi.json")  # JSON refusals; else HTML
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -87,7 +98,7 @@ class Guard:
         path: str = scope["path"]
         if path == "/healthz":
             return None
-        who = self._session(headers)
+        who = self._session(scope, headers)
         is_open = path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
         if who is None and not is_open:
             return _unauthorized(path)  # nothing to protect, whatever the Host
@@ -96,26 +107,31 @@ class Guard:
             return error(403, self.hosts.refusal(host), "Forbidden")
         if who is None:
             return None
-        scope.setdefault("state", {})["auth"] = who
+        session_id, granted = who
+        state = scope.setdefault("state", {})
+        state["session"], state["auth"] = session_id, granted
         origin = headers.get(b"origin", b"").decode("latin-1")
         if scope["method"] in UNSAFE_METHODS and not same_origin(origin, host):
             return _cross_site(origin)
-        if who.startswith(FORM_PREFIX) and not is_open:
-            return _form_refusal(who[len(FORM_PREFIX) :], scope["method"], path)
+        if granted.startswith(FORM_PREFIX) and not is_open:
+            return _form_refusal(granted[len(FORM_PREFIX) :], scope["method"], path)
         return None
 
-    def _session(self, headers: dict[bytes, bytes]) -> str | None:
-        """The scope of the request's session cookie, if one names a live session. Every
-        cookie of that name is tried: another page of this host may have set a decoy with a
-        longer path, which the browser sends first."""
-        cookies = headers.get(b"cookie")
-        if not cookies:
+    def _session(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[str, str] | None:
+        """(id, scope) of the live browser session the request comes with: the session
+        header, or a signed URL on a GET of a download (see ``browser_auth.SIGNABLE``)."""
+        token = headers.get(SESSION_HEADER.encode(), b"").decode("latin-1")
+        if token:
+            granted = self.sessions.scope_of(token)
+            return None if granted is None else (token, granted)
+        if scope["method"] not in ("GET", "HEAD") or not signable(scope["path"]):
             return None
-        for pair in cookies.decode("latin-1").split(";"):
-            name, _, value = pair.strip().partition("=")
-            if name == SESSION_COOKIE and (scope := self.sessions.scope_of(value)) is not None:
-                return scope
-        return None
+        query = scope.get("query_string", b"").decode("latin-1")
+        pairs = parse_qsl(query, keep_blank_values=True)
+        signatures = [value for name, value in pairs if name == SIGNATURE_PARAM]
+        if len(signatures) != 1:
+            return None
+        return self.sessions.signed(signatures[0], signed_target(scope["path"], pairs))
 
     async def _read_whole_body(self, receive: Receive) -> tuple[Receive, JSONResponse | None]:
         """A body of unknown length (chunked) is read here, up to the limit, then replayed."""
@@ -173,7 +189,7 @@ def _cross_site(origin: str) -> Response:
 def _form_refusal(form_id: str, method: str, path: str) -> Response | None:
     """What a session made for one credential form may reach: that form, and submitting it."""
     reading = method in ("GET", "HEAD")
-    if reading and path in (f"/connect/{form_id}", f"/v1/forms/{form_id}"):
+    if reading and path == f"/v1/forms/{form_id}":
         return None
     if reading and path.startswith(f"/v1/forms/{form_id}/"):
         return None
@@ -208,12 +224,14 @@ class EncodedNames:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = scope.get("raw_path")
         if scope["type"] == "http" and raw and scope["path"].startswith(NAMED_PATHS):
-            raw_path = raw.decode("latin-1").split("?", 1)[0]
-            segments = [
-                quote(unquote(part, errors="replace"), safe="") for part in raw_path.split("/")
-            ]
-            scope = {**scope, "path": "/".join(segments)}
+            scope = {**scope, "path": canonical_path(raw.decode("latin-1").split("?", 1)[0])}
         await self.app(scope, receive, send)
+
+
+def canonical_path(raw_path: str) -> str:
+    """A path below ``/v1/pads/`` as routes see it: each segment decoded, then encoded whole
+    (``/`` and ``%`` inside a segment stay ``%2F`` and ``%25``)."""
+    return "/".join(quote(unquote(part, errors="replace"), safe="") for part in raw_path.split("/"))
 
 
 def segment_name(segment: str) -> str:

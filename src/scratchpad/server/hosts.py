@@ -3,8 +3,8 @@
 DNS rebinding: a hostile page's own name, re-pointed at 127.0.0.1, reaches the server with
 that name in ``Host``; so a request without the API key must name one of the server's own
 addresses (its loopback twins, the bound address, ``SCRATCHPAD_ALLOWED_HOSTS``).
-CSRF: a state-changing request carried by a cookie must come from a page of the same origin
-(``Origin`` naming the very host the request went to).
+CSRF: a state-changing request carried by a browser session must come from a page of the same
+origin (``Origin`` naming the very host the request went to).
 """
 
 from __future__ import annotations

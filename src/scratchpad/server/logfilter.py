@@ -1,7 +1,8 @@
-"""Login tokens stay out of the server's log: uvicorn's access log writes each request's path
-with its query string, and ``/login?token=…`` would leave a working link there (it is quiet at
-the default level, but a level changed for debugging must not leak). Session ids travel in a
-cookie header, which uvicorn never logs."""
+"""Login tokens and URL signatures stay out of the server's log: uvicorn's access log writes
+each request's path with its query string, and ``/login?token=…`` (or a download's
+``?sig=…``) would leave a working link there (it is quiet at the default level, but a level
+changed for debugging must not leak). Session ids travel in a header, which uvicorn never
+logs."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import logging
 import re
 
 ACCESS_LOGGER = "uvicorn.access"
-_TOKEN = re.compile(r"([?&]token=)[^&\s\"]*")
+_TOKEN = re.compile(r"([?&](?:token|sig)=)[^&\s\"]*")
 
 
 class HideTokens(logging.Filter):
-    """Replaces the value of every ``token=`` query parameter in a record's arguments."""
+    """Replaces the value of every ``token=`` and ``sig=`` query parameter in a record's
+    arguments."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
@@ -23,7 +25,7 @@ class HideTokens(logging.Filter):
 
 
 def _hidden(value: object) -> object:
-    if isinstance(value, str) and "token=" in value:
+    if isinstance(value, str) and ("token=" in value or "sig=" in value):
         return _TOKEN.sub(r"\1[hidden]", value)
     return value
 

@@ -1,31 +1,41 @@
-"""Logging a browser in and out: ``GET /login?token=…`` (a one-time link → a session cookie),
-``POST /v1/login-links`` (a fresh link, for the CLI's ``scratchpad login`` and the UI),
-``POST /logout``. The sessions live in ``app.state.browser_sessions``."""
+"""Logging a browser tab in and out: ``GET /login?token=…`` (the page a one-time link opens),
+``POST /login`` (its script trades the token for the tab's session), ``POST /v1/login-links``
+(a fresh link, for the CLI's ``scratchpad login`` and the UI), ``POST /logout`` (ends the
+whole login), and ``POST /v1/signed-urls`` (a download the browser fetches without script).
+The sessions live in ``app.state.browser_sessions``."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from scratchpad.errors import InvalidInputError
 from scratchpad.server.browser_auth import (
     FULL,
     LOGIN_TTL_S,
-    SESSION_COOKIE,
+    SIGNATURE_PARAM,
     BrowserSessions,
     auth_of,
+    session_of,
+    signable,
+    signed_target,
 )
-from scratchpad.server.guard import BEARER, error
+from scratchpad.server.guard import BEARER, canonical_path, error
 from scratchpad.server.hosts import link_base
 from scratchpad.server.openapi import answers
-from scratchpad.server.pages import link_spent, logged_in
-from scratchpad.server.schemas import LoginLink, Ok
+from scratchpad.server.pages import link_spent, logging_in
+from scratchpad.server.schemas import BrowserSession, LoginLink, Ok, SignedUrl
 
-COOKIE_RULES = "HttpOnly; SameSite=Strict; Path=/"  # no Secure: loopback is plain http
 NO_STORE = {"cache-control": {"schema": {"type": "string", "const": "no-store"}}}
+SPENT = (
+    "this login link no longer works: it was used already, it expired, its login was logged "
+    "out, or the server restarted since; `scratchpad login` prints a new one"
+)
 
 
 class LinkRequest(BaseModel):
@@ -34,24 +44,48 @@ class LinkRequest(BaseModel):
     scope: str = Field(FULL, description="'all', or 'form:<form_id>' (that form only).")
 
 
+class TokenRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    token: str = Field(description="The `token` of a login link.")
+
+
+class SignRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(
+        description="A download's path and query, e.g. '/v1/pads/main/files/plot.png?"
+        "download=true' (files, notebook, dump)."
+    )
+
+
 def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) -> None:
     app.state.browser_sessions = sessions
     app.state.login_base = link_base(origin) if origin else None
 
     @app.get("/login", include_in_schema=False)
-    async def login(token: str = "") -> Response:
-        found = sessions.redeem(token)
+    async def login_page(token: str = "") -> Response:
+        """The page a link opens; its script redeems the token (``POST /login``)."""
+        return logging_in() if sessions.pending(token) else link_spent()
+
+    @app.post("/login", **answers(BrowserSession, 401, 403, 422, headers=NO_STORE))
+    async def login(body: TokenRequest) -> Response:
+        """Trade a login link's token (once) for a browser tab's session. The web UI keeps it
+        in the tab's sessionStorage and sends it as the `X-Scratchpad-Session` header."""
+        found = sessions.redeem(body.token)
         if found is None:
-            return link_spent()
-        response = logged_in(found.next_path)
-        response.headers["set-cookie"] = f"{SESSION_COOKIE}={found.session_id}; {COOKIE_RULES}"
-        response.headers["cache-control"] = "no-store"
-        return response
+            return error(401, SPENT, "Unauthorized")
+        answer = {
+            "session": found.session_id,
+            "scope": found.scope,
+            "next": found.next_path,
+            "expires_at": time.time() + sessions.session_ttl_s,
+        }
+        return JSONResponse(answer, headers={"cache-control": "no-store"})
 
     @app.post("/v1/login-links", **answers(LoginLink, 400, 403, 422, headers=NO_STORE))
     async def login_link(request: Request, body: LinkRequest | None = None) -> Response:
         """A one-time browser login link (10 minutes) that opens `next` (a path here) for a
-        session of `scope` (`all`, or `form:<form_id>`: that credential form only)."""
+        session of `scope` (`all`, or `form:<form_id>`: that credential form only). A link
+        made by a browser session ends when that session logs out."""
         if auth_of(request) not in (BEARER, FULL):
             return error(
                 403, "only the API key or a full session may make login links", "Forbidden"
@@ -59,19 +93,51 @@ def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) ->
         body = body or LinkRequest()
         base = app.state.login_base or str(request.base_url)
         expires_at = time.time() + LOGIN_TTL_S
-        url = sessions.link(base, scope=body.scope, next_path=body.next)
+        by = session_of(request)
+        url = sessions.link(base, scope=body.scope, next_path=body.next, by=by)
         answer: dict[str, Any] = {"url": url, "expires_at": expires_at}
         return JSONResponse(answer, headers={"cache-control": "no-store"})
 
     @app.post("/logout", **answers(Ok, 403))
     async def logout(request: Request) -> Response:
-        """End this browser's session (its cookie is cleared)."""
-        session_id = request.cookies.get(SESSION_COOKIE)
+        """Log out the login of the session in `X-Scratchpad-Session`: every session of it
+        (the tabs it was handed to, those of the links it made) and its unused links."""
+        session_id = session_of(request)
         if session_id:
-            sessions.forget(session_id)
-        response = JSONResponse({"ok": True})
-        response.headers["set-cookie"] = f"{SESSION_COOKIE}=; Max-Age=0; {COOKIE_RULES}"
-        return response
+            sessions.log_out(session_id)
+        return JSONResponse({"ok": True})
+
+    @app.post("/v1/signed-urls", **answers(SignedUrl, 400, 403, 422, headers=NO_STORE))
+    async def sign(request: Request, body: SignRequest) -> Response:
+        """A short-lived URL for a download the browser fetches without script (a link, an
+        image), good for that path and query only, while this browser session lives."""
+        session_id = session_of(request)
+        if session_id is None or auth_of(request) != FULL:
+            message = "signed URLs are for a full browser session; with the key, GET the path"
+            return error(403, message, "Forbidden")
+        target = _download_target(body.url)  # "<path>?<query>"
+        signature, expires_at = sessions.sign(session_id, target)
+        joint = "" if target.endswith("?") else "&"
+        answer = {"url": f"{target}{joint}{SIGNATURE_PARAM}={signature}", "expires_at": expires_at}
+        return JSONResponse(answer, headers={"cache-control": "no-store"})
+
+
+def _download_target(url: str) -> str:
+    """What a signature of a download's path and query covers (see ``signed_target``)."""
+    try:
+        parts: SplitResult | None = urlsplit(url)
+    except ValueError:  # e.g. an unclosed '[' of an IPv6 host
+        parts = None
+    path = canonical_path(parts.path) if parts else ""
+    if not parts or parts.scheme or parts.netloc or parts.fragment or not signable(path):
+        raise InvalidInputError(
+            f"only downloads on this server can be signed (a pad's file, notebook or dump, "
+            f"e.g. '/v1/pads/main/files/plot.png'); got {url[:100]!r}"
+        )
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    if any(name == SIGNATURE_PARAM for name, _ in pairs):
+        raise InvalidInputError(f"the URL to sign already has a {SIGNATURE_PARAM!r} parameter")
+    return signed_target(path, pairs)
 
 
 def login_link(app: FastAPI, scope: str = FULL, next_path: str = "/") -> str:

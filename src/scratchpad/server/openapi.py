@@ -26,7 +26,7 @@ from fastapi.responses import FileResponse, Response
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from scratchpad.server.browser_auth import SESSION_COOKIE
+from scratchpad.server.browser_auth import SESSION_HEADER, SIGNABLE, SIGNATURE_PARAM
 from scratchpad.server.guard import OPEN_PATHS
 from scratchpad.server.schemas import ErrorBody
 from scratchpad.server.web_routes import WEB_DIR
@@ -37,8 +37,8 @@ ERROR_TEXTS = {
     401: "Missing or wrong API key, and no live browser session: send 'Authorization: Bearer "
     "<key>' (browsers: log in with a link from `scratchpad login`).",
     403: "Refused to a browser (requests without the key): a Host that is not this server's, "
-    "a change sent with the session cookie from another site's page, or a form's session "
-    "outside its form.",
+    "a change sent with a session from another site's page, or a form's session outside its "
+    "form.",
     404: "No such pad, cell, file, form, connection or submission.",
     405: "Method not allowed on this route.",
     409: "A conflict the message names: the pad was closed or removed meanwhile (start it "
@@ -52,8 +52,10 @@ ERROR_TEXTS = {
 DESCRIPTION = (
     "Persistent Python pads over HTTP: the remote-backend protocol (`/scratchpad/*`), read "
     "endpoints and the vault (`/v1/*`), MCP at `/mcp`. Every route but `/healthz` needs "
-    "`Authorization: Bearer <key>`, or a browser session: the cookie a one-time login link "
-    "sets (`scratchpad login`; `POST /v1/login-links`). Errors answer "
+    "`Authorization: Bearer <key>`, or a browser tab's session in the `X-Scratchpad-Session` "
+    "header (a one-time login link's token traded at `POST /login`; links from `scratchpad "
+    "login` or `POST /v1/login-links`); downloads also open through a short-lived signed URL "
+    "(`POST /v1/signed-urls`). No cookie is read. Errors answer "
     '`{"error": ..., "type": ...}`. Streams are server-sent events: `data: <json>` frames '
     "(and `: ping` comments) separated by a blank line."
 )
@@ -61,12 +63,20 @@ SECURITY_SCHEMES: dict[str, Any] = {
     "bearer": {"type": "http", "scheme": "bearer", "description": "The server's API key."},
     "session": {
         "type": "apiKey",
-        "in": "cookie",
-        "name": SESSION_COOKIE,
-        "description": "A browser session, set by a login link (`GET /login?token=...`). "
-        "Requests with it must name this server in `Host`; changes (POST, PUT, DELETE) must "
-        "come from its own pages (`Origin`); a form's session reaches only that form.",
+        "in": "header",
+        "name": SESSION_HEADER,
+        "description": "A browser tab's session, from a login link's token (`POST /login`); "
+        "the web UI keeps it in the tab's sessionStorage. Requests with it must name this "
+        "server in `Host`; changes (POST, PUT, DELETE) must come from its own pages "
+        "(`Origin`); a form's session reaches only that form; logout ends it.",
     },
+}
+SIGNED_SCHEME: dict[str, Any] = {
+    "type": "apiKey",
+    "in": "query",
+    "name": SIGNATURE_PARAM,
+    "description": "A download's signed URL (`POST /v1/signed-urls`): that GET only, for two "
+    "minutes, while the session that signed it lives.",
 }
 MCP_OPERATION: dict[str, Any] = {
     "summary": "MCP (streamable HTTP)",
@@ -79,6 +89,8 @@ TAGS = (  # (path prefix, tag): the first that matches groups an operation on /d
     ("/v1/datavault/", "credential forms"),
     ("/v1/forms/", "credential forms"),
     ("/v1/login-links", "browser sessions"),
+    ("/v1/signed-urls", "browser sessions"),
+    ("/login", "browser sessions"),
     ("/logout", "browser sessions"),
     ("/v1/pads/{pad}/grants", "vault"),
     ("/v1/pads/{name}/files", "files"),
@@ -213,8 +225,12 @@ def document(app: FastAPI) -> dict[str, Any]:
     for name, schema in model_schemas().items():
         if schemas.setdefault(name, schema) != schema:
             raise ValueError(f"two models in the document are named {name}: rename one")
-    components["securitySchemes"] = SECURITY_SCHEMES
+    components["securitySchemes"] = {**SECURITY_SCHEMES, "signed": SIGNED_SCHEME}
     doc["security"] = [{name: []} for name in SECURITY_SCHEMES]  # either one
+    for path in SIGNABLE:  # downloads: a signed URL too
+        operation = doc["paths"].get(path, {}).get("get")
+        if operation is not None:
+            operation["security"] = [{name: []} for name in (*SECURITY_SCHEMES, "signed")]
     return doc
 
 

@@ -127,6 +127,20 @@ class LoginLink(BaseModel):
     expires_at: float = Field(description="Epoch seconds: unused after that, it is void.")
 
 
+class BrowserSession(BaseModel):
+    """What a login link's token gives: a session for one browser tab."""
+
+    session: str = Field(description="Send it as the X-Scratchpad-Session header.")
+    scope: str = Field(description="'all', or 'form:<form_id>' (that form only).")
+    next: str = Field(description="The page the link opens (a path here).")
+    expires_at: float = Field(description="Epoch seconds: the session ends then, or at logout.")
+
+
+class SignedUrl(BaseModel):
+    url: str = Field(description="The path with its signature (`sig`): GET it with no header.")
+    expires_at: float = Field(description="Epoch seconds: the URL is void after that.")
+
+
 class CancelAnswer(BaseModel):
     ok: Literal[True]
     cancelled: bool = Field(description="False when there was nothing to cancel.")

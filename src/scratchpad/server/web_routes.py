@@ -1,6 +1,6 @@
 """The web UI's pages and static files (``server/web/``: plain ES modules and CSS, no build
-step). Static files are public (they hold no data); the pages that show data need the same
-authentication as the API."""
+step). Both are public: they are code and hold no data; what a page shows, its script reads
+from the API with the tab's session (see ``browser_auth.py``)."""
 
 from __future__ import annotations
 

@@ -4,10 +4,13 @@
 //   #/pads/<name>/files/…   a pad's files      (files.js)
 //   #/vault                 credentials        (vault.js, another part's module)
 // Each view module exports mount(root, params) → unmount; the router unmounts the old view
-// (closing its streams and timers) before it mounts the next.
+// (closing its streams and timers) before it mounts the next. Nothing shows before this tab
+// has a session (session.js); when it ends (logout, here or in another tab, or the server
+// forgot it) the page says how to log in again.
 
-import { getJSON } from "./api.js";
-import { h } from "./dom.js";
+import { getJSON, logOut } from "./api.js";
+import { h, withCode } from "./dom.js";
+import { HOW_TO_LOG_IN, onEnded, token } from "./session.js";
 
 const root = document.getElementById("app");
 const VIEWS = {
@@ -18,6 +21,7 @@ const VIEWS = {
 };
 let unmount = null;
 let generation = 0;
+let statusTimer = null;
 
 /** The view and its parameters for a location hash. */
 export function route(hash) {
@@ -84,7 +88,30 @@ async function serverStatus() {
   }
 }
 
-window.addEventListener("hashchange", show);
-show();
-serverStatus();
-setInterval(serverStatus, 15000);
+/** The page without a session: no view, and how to get one. */
+function loggedOut(title) {
+  generation++;
+  unmount?.();
+  unmount = null;
+  clearInterval(statusTimer);
+  window.removeEventListener("hashchange", show);
+  document.getElementById("logout").hidden = true;
+  const indicator = document.getElementById("server");
+  indicator.className = "server down";
+  indicator.textContent = "not signed in";
+  root.replaceChildren(h("section", { class: "message" }, h("h1", {}, title), h("p", {}, withCode(HOW_TO_LOG_IN))));
+}
+
+async function start() {
+  if (!(await token())) return loggedOut("This tab is not logged in");
+  const logout = document.getElementById("logout");
+  logout.hidden = false;
+  logout.addEventListener("click", () => logOut().catch(() => null));
+  onEnded((why) => loggedOut(why === "logout" ? "Logged out" : "This tab's session has ended"));
+  window.addEventListener("hashchange", show);
+  show();
+  serverStatus();
+  statusTimer = setInterval(serverStatus, 15000);
+}
+
+start();

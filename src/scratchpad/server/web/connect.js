@@ -2,11 +2,13 @@
 // comes from GET /v1/forms/{form_id} (its spec and whether it is still open); the person
 // fills it in and submits it to the probe; on success the agent is told by the server. A
 // browser session opened by the form's link may reach this form only, so nothing here leads
-// elsewhere in the app (no "View connections").
+// elsewhere in the app (no "View connections"). That session is kept for this form beside the
+// tab's full one (session.js); without it the page uses the full one, if this browser has it.
 
 import { ApiError, getJSON } from "./api.js";
 import { h } from "./dom.js";
 import { FormPanel } from "./form/panel.js";
+import { forForm, token } from "./session.js";
 
 export const DONE = "You can close this tab; the agent has been told.";
 const OUT_OF_REACH = ["view_connections"]; // the rest of the app: 403 for a one-form session
@@ -40,6 +42,10 @@ function connectionLine(connection) {
 }
 
 export async function open(root, formId) {
+  forForm(formId);
+  if (!(await token())) {
+    return notice(root, "This form needs its link", "Open the link the agent gave you for it in this tab (a link works once, for 10 minutes); if it was used already, ask the agent for the form again.");
+  }
   let form;
   try {
     form = await getJSON(`/v1/forms/${encodeURIComponent(formId)}`);

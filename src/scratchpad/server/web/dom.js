@@ -69,6 +69,13 @@ export function confirmDialog(title, message, action = "OK") {
   });
 }
 
+/** Text whose `backquoted` parts are code: text nodes and `<code>` elements, for `h`. */
+export function withCode(text) {
+  return String(text)
+    .split("`")
+    .map((part, i) => (i % 2 ? h("code", {}, part) : part));
+}
+
 /** Whether `text` is an http(s) link (anything else is never made a link). */
 export function isWebLink(text) {
   try {

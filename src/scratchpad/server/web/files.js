@@ -2,7 +2,7 @@
 // walk into directories, download, preview images, upload (file input or drag-and-drop, the
 // server's refusal shown as it says it), delete after a confirmation.
 
-import { getJSON, padPath, request } from "./api.js";
+import { download, getJSON, padPath, request, signedUrl } from "./api.js";
 import { confirmDialog, h, replace } from "./dom.js";
 import { bytes, stamp } from "./format.js";
 import { padHeader } from "./padstatus.js";
@@ -100,9 +100,10 @@ class FilesView {
     const isDir = entry.type === "dir";
     const name = isDir
       ? h("a", { href: dirHash(this.name, entry.path), class: "dir" }, `${entry.name}/`)
-      : // no `download` attribute: Chromium cancels such a download when the answer carries
-        // a sandboxing CSP; the server's attachment header makes it a download anyway
-        h("a", { href: `${url}?download=1` }, entry.name);
+      : // through a signed URL (a link cannot carry the session); no `download` attribute:
+        // Chromium cancels such a download when the answer carries a sandboxing CSP, and the
+        // server's attachment header makes it a download anyway
+        h("a", { href: `${url}?download=1`, onclick: (event) => this.save(event, entry, url) }, entry.name);
     const actions = h("td", { class: "row-actions" });
     if (!isDir && IMAGE.test(entry.name)) {
       actions.append(h("button", { type: "button", class: "small", onclick: () => this.show(entry, url) }, "Preview"));
@@ -118,9 +119,20 @@ class FilesView {
     );
   }
 
-  show(entry, url) {
+  save(event, entry, url) {
+    event.preventDefault();
+    download(`${url}?download=1`).catch((error) => this.say(`Could not download ${entry.name}: ${error.message}`, true));
+  }
+
+  async show(entry, url) {
+    let src;
+    try {
+      src = await signedUrl(url); // an image cannot carry the session either
+    } catch (error) {
+      return this.say(`Could not show ${entry.name}: ${error.message}`, true);
+    }
     this.preview.hidden = false;
-    replace(this.preview, h("img", { src: url, alt: entry.name }), h("figcaption", {}, entry.path));
+    replace(this.preview, h("img", { src, alt: entry.name }), h("figcaption", {}, entry.path));
   }
 
   async upload(files) {

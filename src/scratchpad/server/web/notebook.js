@@ -5,7 +5,7 @@
 // from this page only fills in what the feed does not (it carries no output while the feed
 // is live), so nothing shows twice. Without a feed (an older server) the page polls.
 
-import { follow, getJSON, padPath, postStream, sendJSON } from "./api.js";
+import { download, follow, getJSON, padPath, postStream, sendJSON } from "./api.js";
 import { CellView } from "./cellview.js";
 import { confirmDialog, h } from "./dom.js";
 import { cellEditor } from "./editor.js";
@@ -30,10 +30,15 @@ class Notebook {
     this.list = h("div", { class: "cells" });
     this.empty = h("p", { class: "empty" }, "No cells yet: write one below and press Shift-Enter. The pad is created by its first run.");
     this.editor = cellEditor((code) => this.run(code));
-    const download = h("a", { class: "button", href: `${padPath(name)}/notebook`, download: "" }, "Download .ipynb");
+    const notebook = `${padPath(name)}/notebook`;
+    const save = (event) => {
+      event.preventDefault(); // a link cannot carry the session: its signed URL can
+      download(notebook, "").catch((error) => this.say(`Could not download the notebook: ${error.message}`, true));
+    };
+    const ipynb = h("a", { class: "button", href: notebook, onclick: save }, "Download .ipynb");
     const reset = h("button", { type: "button", onclick: () => this.reset() }, "Reset");
     const remove = h("button", { type: "button", class: "danger", onclick: () => this.remove() }, "Remove");
-    this.header = padHeader(name, "notebook", [download, reset, remove]);
+    this.header = padHeader(name, "notebook", [ipynb, reset, remove]);
     root.replaceChildren(h("section", { class: "notebook" }, this.header.element, this.notice, this.empty, this.list, this.editor.element));
     this.connect();
   }
@@ -48,9 +53,9 @@ class Notebook {
         opened = true;
         this.onFrame(frame);
       },
-      (event) => {
-        this.live = false;
-        if (event.target.readyState === EventSource.CLOSED || !opened) this.fallBack();
+      ({ closed }) => {
+        this.live = false; // until the stream's next snapshot
+        if (closed || !opened) this.fallBack();
       },
     );
   }
