@@ -58,7 +58,31 @@ class Settings(BaseSettings):
     )
     kernel_start_timeout_s: float = Field(30.0, gt=0)
     kernel_memory_limit_mb: int | None = Field(
-        None, gt=0, description="Address-space limit of a kernel; off when unset."
+        None,
+        gt=0,
+        description="Address-space limit of each process of a pad (RLIMIT_AS); off when "
+        "unset. SCRATCHPAD_PAD_MEMORY_MB is the limit of a pad as a whole.",
+    )
+    pad_memory_mb: int | None = Field(
+        None,
+        ge=0,
+        description="Memory all processes of one pad may hold together, in MiB (default: half "
+        "of this machine's memory; 0: no limit).",
+    )
+    pad_processes: int = Field(
+        512, ge=0, description="Processes (and threads) one pad may run at once (0: no limit)."
+    )
+    pad_cpu_weight: int = Field(
+        50,
+        ge=1,
+        le=10000,
+        description="CPU weight of a pad's processes beside the server's 100 (a nice value).",
+    )
+    pad_disk_mb: int = Field(
+        10240,
+        ge=0,
+        description="Disk one pad's files may take, in MiB: its directory and what its "
+        "workspace grows by (0: no limit).",
     )
     venv_create_attempts: int = Field(3, ge=1)
     install_timeout_s: float = Field(120.0, gt=0)

@@ -23,6 +23,7 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   ├── VenvError            the pad's virtualenv could not be created or repaired
     │   ├── KernelStartError     the kernel process did not come up
     │   ├── SandboxError         the pad cannot be sandboxed and SCRATCHPAD_SANDBOX=require
+    │   ├── PadLimitError        the pad is over one of its limits (its files past its disk)
     │   └── InstallError         installing packages into the pad failed or timed out
     ├── VaultError               the vault cannot do what was asked (key, file, record)
     │   ├── VaultNotFoundError   no connection with that engine and name
@@ -132,6 +133,10 @@ class SandboxError(PadError):
     """The pad cannot be sandboxed here and SCRATCHPAD_SANDBOX=require refuses it."""
 
 
+class PadLimitError(PadError):
+    """The pad is over one of its limits; the message says which and what to do."""
+
+
 class VaultError(ScratchpadError):
     """The vault cannot do what was asked (no key, unwritable directory, bad input)."""
 
@@ -219,6 +224,7 @@ HTTP_STATUS: dict[type[ScratchpadError], int] = {
     FileTooLargeError: 413,
     WorkspaceError: 400,
     PadClosedError: 409,
+    PadLimitError: 507,
     AgentLockedError: 409,
     LLMError: 502,
     ScratchpadError: 500,

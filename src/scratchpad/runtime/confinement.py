@@ -30,7 +30,7 @@ from typing import Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, SandboxError
-from scratchpad.runtime import sandboxing
+from scratchpad.runtime import limits, sandboxing
 from scratchpad.runtime.inkernel import sandbox
 
 log = logging.getLogger(__name__)
@@ -248,6 +248,9 @@ def report(settings: Settings) -> dict[str, Any]:
         "processes": "a PID namespace per kernel: every descendant dies with it"
         if found.namespaces
         else "the kernel's process group, a child subreaper and a tag in the environment",
+        "limits": limits.describe(
+            limits.PadLimits.from_settings(settings), namespaces=found.namespaces
+        ),
     }
     return answer
 

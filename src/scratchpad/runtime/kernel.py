@@ -68,6 +68,7 @@ class KernelProcess:
         self.on_exit: Callable[[KernelProcess], None] | None = None  # its channel closed
         self.channel_closed = False
         self.protocol_error: str | None = None
+        self.stop_reason: str | None = None  # why it was stopped past a limit (limits.py)
         self.ready: dict[str, Any] = {}  # the ready frame (pid, python, sandbox)
         for fd in self._fds:
             os.set_blocking(fd, False)
@@ -305,7 +306,14 @@ class KernelProcess:
         return await self.group.wait(timeout)
 
     def describe_exit(self, code: int | None) -> str:
+        if self.stop_reason is not None:
+            return f"was stopped: {self.stop_reason}"
         return describe_exit(code, self.group.killed_by_us, self.group.oom_killed())
+
+    def stop_for(self, reason: str) -> None:
+        """Called (from any thread) just before the kernel is killed for going past a limit."""
+        self.stop_reason = reason
+        self.group.killed_by_us = True
 
     async def stop(self, grace: float = 1.0) -> int | None:
         """Ask politely, then the ladder (SIGINT → SIGTERM → SIGKILL); reap, close the pipes.

@@ -20,6 +20,7 @@ from scratchpad.config import Settings
 from scratchpad.errors import SandboxError
 from scratchpad.runtime import confinement, sandboxing, venv
 from scratchpad.runtime.kernel import KernelProcess
+from scratchpad.runtime.limits import PadLimits
 from scratchpad.runtime.proctree import new_tag
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class Launcher:
         self.secrets_given: dict[str, str] = {}  # what the running kernel got of the vault
         self._secret_source = secret_env
         self._tmp = root / sandboxing.TMP_DIR  # the kernel's temp and cache directory
+        self.limits = PadLimits.from_settings(settings)
 
     async def spawn(self) -> KernelProcess:
         """One kernel, confined as this system allows (see ``confinement``); when its launcher
@@ -93,13 +95,12 @@ class Launcher:
             server=SERVER_PATHS,
         )
 
-    def spec(self, limits: dict[str, int] | None = None) -> dict[str, Any]:
+    def spec(self) -> dict[str, Any]:
         """The launcher's spec for a process of this pad (see ``confinement.spec``)."""
-        paths = self.paths()
-        wanted = {"processes": 512} if limits is None else limits
+        wanted = self.limits.for_launcher()
         if self.settings.kernel_memory_limit_mb:
-            wanted = {**wanted, "address_space": self.settings.kernel_memory_limit_mb << 20}
-        return confinement.spec(self.settings, paths, wanted)
+            wanted["address_space"] = self.settings.kernel_memory_limit_mb << 20
+        return confinement.spec(self.settings, self.paths(), wanted)
 
     async def install(self, specs: list[str] | None) -> str:
         """Install ``specs`` (None: restore requirements.txt) confined like the kernel, with

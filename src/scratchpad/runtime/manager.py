@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +93,12 @@ def refuse_secret_name(name: str) -> None:
         )
 
 
+def _set_limits(pad: ScratchpadRuntime, limits: Mapping[str, int | None] | None) -> None:
+    """A local pad's own limits over its current ones (remote pads: their server's)."""
+    if limits and isinstance(pad, LocalRuntime):
+        pad.set_limits(pad.limits.changed(**limits))
+
+
 class ScratchpadManager:
     """Maps pad names to running runtimes; creates them on demand, once per name.
 
@@ -145,26 +151,36 @@ class ScratchpadManager:
         self._counts = HistoryCounts()
         self.watches = PadWatches()  # the pads' live feeds, by name
 
-    async def get_or_create(self, name: str) -> ScratchpadRuntime:
-        """The running pad ``name``, started on first use (concurrent calls share one start)."""
+    async def get_or_create(
+        self, name: str, *, limits: Mapping[str, int | None] | None = None
+    ) -> ScratchpadRuntime:
+        """The running pad ``name``, started on first use (concurrent calls share one start).
+        ``limits``: the pad's own (``memory_mb``, ``processes``, ``cpu_weight``, ``disk_mb``;
+        see limits.py) over the server's defaults, from its next kernel on."""
         name = validate_pad_name(name)
         pad = self._pads.get(name)
         if pad is not None and not pad.closed:
+            _set_limits(pad, limits)
             return pad
         task = self._starting.get(name)
         if task is None:
             refuse_secret_name(name)
-            task = asyncio.get_running_loop().create_task(self._start(name))
+            task = asyncio.get_running_loop().create_task(self._start(name, limits))
             self._starting[name] = task
-        return await asyncio.shield(task)
+        pad = await asyncio.shield(task)
+        _set_limits(pad, limits)
+        return pad
 
-    async def _start(self, name: str) -> ScratchpadRuntime:
+    async def _start(
+        self, name: str, limits: Mapping[str, int | None] | None = None
+    ) -> ScratchpadRuntime:
         try:
             stopping = self._stopping.get(name)
             if stopping is not None:  # the same pad is being closed or removed: let it finish
                 await asyncio.wait([stopping])
             self._loop = asyncio.get_running_loop()
             pad = self._build(name)
+            _set_limits(pad, limits)
             await pad.start()
             for cell_id in self._early_cancels.pop(name, {}):
                 await pad.cancel(cell_id)  # still on their way: they must not run

@@ -81,11 +81,23 @@ class PadRequest(BaseModel):
     name: PadName
 
 
+class LimitsRequest(BaseModel):
+    """A pad's own limits (our extension; see the README's trust model): each replaces the
+    server's default; 0 means none of that kind."""
+
+    model_config = ConfigDict(extra="forbid")
+    memory_mb: int | None = Field(None, ge=0)
+    processes: int | None = Field(None, ge=0)
+    cpu_weight: int | None = Field(None, ge=1, le=10000)
+    disk_mb: int | None = Field(None, ge=0)
+
+
 class StartRequest(PadRequest):
     coding_provider: str | None = None
     coding_model: str | None = None
     coding_api_key: str | None = None
     coding_base_url: str | None = None
+    limits: LimitsRequest | None = None
 
 
 class CancelRequest(PadRequest):
@@ -219,7 +231,8 @@ def _error_handlers(app: FastAPI) -> None:
 def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     @app.post("/scratchpad/start", **answers(Ok, 400, 422))
     async def start(body: StartRequest) -> dict[str, Any]:
-        pad = await manager.get_or_create(body.name)
+        limits = None if body.limits is None else body.limits.model_dump()
+        pad = await manager.get_or_create(body.name, limits=limits)
         llm = PadLLM(
             provider=body.coding_provider or "",
             model=body.coding_model or "",

@@ -162,6 +162,10 @@ class Confinement(BaseModel):
     identity: str = Field(description="Who a pad's processes run as.")
     devices: str
     processes: str = Field(description="What keeps a kernel's descendants from outliving it.")
+    limits: dict[str, str] = Field(
+        description="Each limit of a pad (memory, processes, cpu, disk): its default and what "
+        "holds it."
+    )
 
 
 class ServerInfo(BaseModel):

@@ -1,0 +1,316 @@
+"""What one pad may take of the machine, and the watch that holds it to that.
+
+On by default, for the whole process tree of a pad (its kernel, what its cells start):
+
+- **memory**: half of this machine's memory unless set (``SCRATCHPAD_PAD_MEMORY_MB``); a
+  watchdog thread sums the resident memory of each pad's processes every ~100 ms and stops a
+  pad past its limit (its cell is told: "out of memory: the pad used N MiB of its M MiB
+  limit"). No cgroup is needed, so it works for every user;
+- **processes**: 512 (``SCRATCHPAD_PAD_PROCESSES``), as ``RLIMIT_NPROC`` in the pad's own
+  user namespace (where namespaces work: counted for the pad alone), else by the watchdog;
+- **CPU**: a weight (``SCRATCHPAD_PAD_CPU_WEIGHT``, 100 = the server's), applied as a nice
+  value, so a busy pad cannot starve the server;
+- **disk**: what a pad's files may take (``SCRATCHPAD_PAD_DISK_MB``): its directory, and what
+  its workspace grew by since its kernel started; checked before and after each cell (and
+  every few seconds while one runs); a pad past it is stopped and says why. Every single
+  file is bounded by the same size (``RLIMIT_FSIZE``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from scratchpad.config import Settings
+from scratchpad.runtime.proctree import descendants
+
+log = logging.getLogger(__name__)
+MIB = 1 << 20
+TICK_S = 0.1  # how often the watchdog looks at the pads
+DISK_EVERY_S = 5.0  # how often it measures the files of a pad whose cell runs
+MAX_ENTRIES = 200_000  # files one disk measurement looks at before it gives up
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def machine_memory() -> int:
+    """Bytes of memory of this machine (MemTotal), or 8 GiB where /proc does not say."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    return 8 << 30
+
+
+@dataclass(frozen=True)
+class PadLimits:
+    """One pad's limits (None: no limit of that kind)."""
+
+    memory_bytes: int | None
+    processes: int | None
+    cpu_weight: int
+    disk_bytes: int | None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PadLimits:
+        memory = settings.pad_memory_mb
+        return cls(
+            memory_bytes=machine_memory() // 2 if memory is None else (memory * MIB or None),
+            processes=settings.pad_processes or None,
+            cpu_weight=settings.pad_cpu_weight,
+            disk_bytes=settings.pad_disk_mb * MIB or None,
+        )
+
+    def changed(self, **values: int | None) -> PadLimits:
+        """These limits with some set anew from MiB and counts (``memory_mb``, ``processes``,
+        ``cpu_weight``, ``disk_mb``; 0: none); unknown names are refused by the caller."""
+        update: dict[str, Any] = {}
+        if values.get("memory_mb") is not None:
+            update["memory_bytes"] = int(values["memory_mb"] or 0) * MIB or None
+        if values.get("disk_mb") is not None:
+            update["disk_bytes"] = int(values["disk_mb"] or 0) * MIB or None
+        if values.get("processes") is not None:
+            update["processes"] = int(values["processes"] or 0) or None
+        if values.get("cpu_weight") is not None:
+            update["cpu_weight"] = int(values["cpu_weight"] or 100)
+        return replace(self, **update)
+
+    @property
+    def nice(self) -> int:
+        """The nice value that gives roughly this CPU weight beside the server's 100 (each
+        nice step is ~1.25x); never above the server's priority."""
+        steps = math.log(100 / max(1, self.cpu_weight)) / math.log(1.25)
+        return max(0, min(19, round(steps)))
+
+    def for_launcher(self) -> dict[str, int]:
+        """The resource limits a pad's process applies to itself (see ``inkernel/confine``)."""
+        applied = {"nice": self.nice}
+        if self.processes is not None:
+            applied["processes"] = self.processes
+        if self.disk_bytes is not None:
+            applied["file_bytes"] = self.disk_bytes
+        return applied
+
+    def to_dict(self) -> dict[str, int | None]:
+        return {
+            "memory_mb": None if self.memory_bytes is None else self.memory_bytes // MIB,
+            "processes": self.processes,
+            "cpu_weight": self.cpu_weight,
+            "disk_mb": None if self.disk_bytes is None else self.disk_bytes // MIB,
+        }
+
+
+def describe(limits: PadLimits, *, namespaces: bool) -> dict[str, str]:
+    """What ``/v1/server`` and the README say of each limit: its value and what holds it."""
+
+    def mib(value: int | None) -> str:
+        return "none" if value is None else f"{value // MIB:,} MiB"
+
+    return {
+        "memory": f"{mib(limits.memory_bytes)} per pad: the resident memory of all its "
+        f"processes, checked every {TICK_S:g} s by a watchdog that stops the pad",
+        "processes": "none"
+        if limits.processes is None
+        else f"{limits.processes} per pad: "
+        + (
+            "RLIMIT_NPROC in its own user namespace"
+            if namespaces
+            else "counted by the watchdog, which stops the pad"
+        ),
+        "cpu": f"weight {limits.cpu_weight} beside the server's 100 (nice {limits.nice})",
+        "disk": f"{mib(limits.disk_bytes)} per pad: its directory and what its workspace "
+        "grew by, checked before and after each cell and every "
+        f"{DISK_EVERY_S:g} s while one runs; no single file larger",
+    }
+
+
+def over_memory(used: int, limit: int) -> str:
+    return f"out of memory: the pad used {used // MIB:,} MiB of its {limit // MIB:,} MiB limit"
+
+
+def over_processes(count: int, limit: int) -> str:
+    return f"too many processes: the pad ran {count} of its {limit} allowed"
+
+
+def over_disk(used: int, limit: int) -> str:
+    return (
+        f"out of disk: the pad's files take {used // MIB:,} MiB of its {limit // MIB:,} MiB "
+        "limit. Delete some (the Files view of the web UI, `scratchpad files rm`, or "
+        "DELETE /v1/pads/{name}/files/{path}), or raise SCRATCHPAD_PAD_DISK_MB"
+    )
+
+
+# -- disk ------------------------------------------------------------------------------------
+def disk_usage(paths: Iterable[Path]) -> int | None:
+    """Bytes the files below ``paths`` take on disk (symbolic links not followed, each
+    file once); None when there are more than MAX_ENTRIES to look at."""
+    seen: set[tuple[int, int]] = set()
+    total = entries = 0
+    stack = [str(path) for path in paths]
+    while stack:
+        directory = stack.pop()
+        try:
+            scan = os.scandir(directory)
+        except OSError:
+            continue
+        with scan:
+            for entry in scan:
+                entries += 1
+                if entries > MAX_ENTRIES:
+                    return None
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if (info.st_dev, info.st_ino) in seen:
+                    continue
+                seen.add((info.st_dev, info.st_ino))
+                total += info.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+    return total
+
+
+@dataclass
+class DiskMeter:
+    """A pad's disk use: its own directory, plus what a workspace outside it grew by since
+    ``start`` measured it."""
+
+    own: Path
+    workspace: Path
+    baseline: int = 0
+
+    def start(self) -> None:
+        self.baseline = self._workspace_usage() or 0
+
+    def used(self) -> int | None:
+        own = disk_usage([self.own])
+        workspace = self._workspace_usage()
+        if own is None:
+            return None
+        grown = 0 if workspace is None else max(0, workspace - self.baseline)
+        return own + grown
+
+    def _workspace_usage(self) -> int | None:
+        if self.workspace == self.own or self.own in self.workspace.parents:
+            return 0  # inside the pad's own directory: counted there
+        return disk_usage([self.workspace])
+
+
+# -- the watchdog ----------------------------------------------------------------------------
+@dataclass
+class Watched:
+    """One kernel under watch: its process tree (from ``pid``), its limits, what to do when
+    it goes past one (``stop(reason)``, called on the watchdog's thread), and whether a
+    cell runs (``busy()``: its disk is measured while it runs)."""
+
+    pid: int
+    limits: PadLimits
+    stop: Callable[[str], None]
+    busy: Callable[[], bool]
+    disk: DiskMeter | None = None
+    next_disk: float = 0.0
+    stopped: bool = False
+
+
+class Watchdog:
+    """One thread per process that holds every running pad to its limits."""
+
+    def __init__(self) -> None:
+        self._watched: dict[int, Watched] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, watched: Watched) -> None:
+        with self._lock:
+            self._watched[watched.pid] = watched
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="scratchpad-limits", daemon=True
+                )
+                self._thread.start()
+
+    def forget(self, pid: int) -> None:
+        with self._lock:
+            self._watched.pop(pid, None)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                watched = list(self._watched.values())
+                if not watched:
+                    self._thread = None
+                    return
+            now = time.monotonic()
+            for item in watched:
+                if not item.stopped:
+                    try:
+                        self.check(item, now)
+                    except Exception:  # one pad's trouble never stops the watch of the others
+                        log.exception("checking the limits of pad process %d failed", item.pid)
+            time.sleep(TICK_S)
+
+    def check(self, item: Watched, now: float) -> None:
+        tree = [item.pid, *descendants(item.pid)]
+        limits = item.limits
+        if limits.processes is not None and len(tree) > limits.processes + 3:  # + its launcher
+            self._stop(item, over_processes(len(tree), limits.processes), tree)
+            return
+        if limits.memory_bytes is not None and resident(tree) > limits.memory_bytes:
+            used = proportional(tree)  # shared pages (forked workers) counted once
+            if used > limits.memory_bytes:
+                self._stop(item, over_memory(used, limits.memory_bytes), tree)
+                return
+        if item.disk is not None and limits.disk_bytes is not None and now >= item.next_disk:
+            item.next_disk = now + DISK_EVERY_S
+            if item.busy():
+                used_disk = item.disk.used()
+                if used_disk is not None and used_disk > limits.disk_bytes:
+                    self._stop(item, over_disk(used_disk, limits.disk_bytes), tree)
+
+    def _stop(self, item: Watched, reason: str, tree: list[int]) -> None:
+        item.stopped = True
+        log.warning("pad process %d stopped: %s", item.pid, reason)
+        item.stop(reason)
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def resident(pids: Iterable[int]) -> int:
+    """Resident memory of these processes, summed (shared pages counted in each)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as handle:
+                total += int(handle.read().split()[1]) * _PAGE
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def proportional(pids: Iterable[int]) -> int:
+    """Proportional set size of these processes, summed: each shared page divided among the
+    processes that map it (slower to read than resident memory; asked only past a limit)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+WATCHDOG = Watchdog()

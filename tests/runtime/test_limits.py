@@ -1,0 +1,130 @@
+"""A pad's limits, on by default, for its whole process tree (README, Trust model): memory
+summed over its processes, a process count, a CPU weight, the disk its files take."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from scratchpad.config import Settings
+from scratchpad.errors import PadLimitError
+from scratchpad.runtime import confinement, limits
+from scratchpad.runtime.limits import MIB, PadLimits
+from scratchpad.runtime.local import LocalRuntime
+from scratchpad.runtime.manager import ScratchpadManager
+from tests.process_helpers import kernel_pid
+
+CHILDREN_HOLDING_MEMORY = """
+import subprocess, sys
+hold = (
+    "import time\\nx = b'\\\\1' * (120 * 1024 * 1024)\\n"
+    "print('held', flush=True)\\ntime.sleep(60)"
+)
+children = [
+    subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE) for _ in range(5)
+]
+for child in children:
+    child.stdout.readline()
+'all held'
+"""
+
+
+def test_limits_are_on_by_default(settings: Settings) -> None:
+    found = PadLimits.from_settings(settings)
+    assert found.memory_bytes == limits.machine_memory() // 2
+    assert (found.processes, found.disk_bytes) == (512, 10240 * MIB)
+    assert 0 < found.nice <= 19
+
+
+async def test_a_pad_past_its_memory_limit_is_stopped_saying_so(manager: ScratchpadManager) -> None:
+    """Five children of 120 MiB each, under a 400 MiB limit: each process is small (a per-
+    process limit would let them all be), the tree is not."""
+    pad = await manager.get_or_create("hungry", limits={"memory_mb": 400})
+    neighbour = await manager.get_or_create("neighbour")
+    await pad.execute("kept = 1")
+    cell = await pad.execute(CHILDREN_HOLDING_MEMORY, timeout_s=60)
+    assert cell.status == "killed", (cell.result, cell.error)
+    assert cell.error is not None
+    assert "out of memory: the pad used" in cell.error and "of its 400 MiB limit" in cell.error
+    assert "all variables were lost" in cell.error
+    assert (await neighbour.execute("1 + 1")).result == "2"
+    after = await pad.execute("'kept' in dir()")
+    assert after.result == "False" and "fresh kernel" in after.logs
+
+
+async def test_a_fork_bomb_stays_inside_its_pad(manager: ScratchpadManager) -> None:
+    if not confinement.support(manager.settings).namespaces:
+        pytest.skip("the process limit is counted for the pad alone in its own user namespace")
+    pad = await manager.get_or_create("bomb", limits={"processes": 40})
+    cell = await pad.execute(
+        "import os, time\nchildren = 0\ntry:\n"
+        "    for _ in range(200):\n"
+        "        if os.fork() == 0:\n            time.sleep(30)\n            os._exit(0)\n"
+        "        children += 1\n"
+        "except OSError as exc:\n    print('refused after', children, type(exc).__name__)\n"
+        "children"
+    )
+    assert cell.status == "ok", cell.error
+    assert "refused after" in cell.stdout and "BlockingIOError" in cell.stdout
+    assert int(cell.result or "0") < 40
+    other = await manager.get_or_create("other")  # the machine still starts new pads
+    assert (await other.execute("1 + 1")).result == "2"
+
+
+async def test_a_pad_runs_at_its_cpu_weight(manager: ScratchpadManager) -> None:
+    pad = await manager.get_or_create("nice", limits={"cpu_weight": 25})
+    await pad.execute("1")
+    stat = Path(f"/proc/{kernel_pid(pad)}/stat").read_text().rsplit(")", 1)[1].split()
+    assert int(stat[16]) == PadLimits.from_settings(manager.settings).changed(cpu_weight=25).nice
+
+
+async def test_no_file_of_a_pad_is_larger_than_its_disk(manager: ScratchpadManager) -> None:
+    pad = await manager.get_or_create("big", limits={"disk_mb": 20})
+    cell = await pad.execute("open('big.bin', 'wb').write(b'x' * (30 * 1024 * 1024))")
+    assert cell.status == "error" and "File too large" in (cell.error or "")
+
+
+async def test_a_pad_past_its_disk_limit_runs_no_more_cells_until_files_go(
+    manager: ScratchpadManager, workspace: Path
+) -> None:
+    pad = await manager.get_or_create("full", limits={"disk_mb": 40})
+    assert isinstance(pad, LocalRuntime)
+    written = await pad.execute(
+        "for n in range(3):\n    open(f'part{n}.bin', 'wb').write(b'x' * (20 * 1024 * 1024))"
+    )
+    assert written.status == "ok", written.error
+    with pytest.raises(PadLimitError, match="out of disk: the pad's files take 60 MiB of its 40"):
+        await until_refused(pad)
+    for n in range(3):
+        (workspace / f"part{n}.bin").unlink()
+    assert (await pad.execute("1 + 1")).result == "2"
+
+
+async def until_refused(pad: LocalRuntime) -> None:
+    """Run cells until the pad refuses one (its files are measured after cells, in the
+    background); a deadline keeps a failing test from hanging."""
+    async with asyncio.timeout(30):
+        while True:
+            await pad.execute("1")
+            await asyncio.sleep(0.2)
+
+
+async def test_a_cell_filling_the_disk_is_stopped_while_it_runs(
+    manager: ScratchpadManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "DISK_EVERY_S", 0.2)
+    pad = await manager.get_or_create("filling", limits={"disk_mb": 30})
+    cell = await pad.execute(
+        "import time\nfor n in range(60):\n"
+        "    open(f'chunk{n}.bin', 'wb').write(b'x' * (2 * 1024 * 1024))\n    time.sleep(0.05)",
+        timeout_s=60,
+    )
+    assert cell.status == "killed" and "out of disk" in (cell.error or ""), cell.error
+
+
+async def test_the_server_reports_the_limits(settings: Settings) -> None:
+    described = confinement.report(settings)["confinement"]["limits"]
+    assert set(described) == {"memory", "processes", "cpu", "disk"}
+    assert "watchdog" in described["memory"] and "MiB per pad" in described["disk"]
