@@ -30,7 +30,7 @@ from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_exe
 from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem, new_cell_id
 from scratchpad.runtime.cellqueue import CellQueue, Ticket
 from scratchpad.runtime.cellrun import Caps, CellRun
-from scratchpad.runtime.history import CellHistory, fold
+from scratchpad.runtime.history import CellHistory, fold, unrecorded
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.launcher import Launcher, SecretEnv
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
@@ -78,7 +78,9 @@ class LocalRuntime(ScratchpadRuntime):
             name, root=root, cwd=cwd, settings=settings, worker=worker, secret_env=secret_env,
             guarded=guarded,
         )  # fmt: skip
-        self._history = CellHistory(root / "history.jsonl", settings.history_max_bytes)
+        self._history = CellHistory(
+            root / "history.jsonl", settings.history_max_bytes, disk=settings.home
+        )
         self._loaded = False
         self._by_id: dict[str, Cell] | None = None  # recorded cells, once a submit names one
         self._background: set[asyncio.Task[Cell]] = set()
@@ -358,12 +360,17 @@ class LocalRuntime(ScratchpadRuntime):
             self._by_id[cell.id] = cell
 
     async def _persist(self, cell: Cell) -> None:
-        """Write a finished cell before anyone hears of it; a big one (or a fold of the
-        history) off the event loop, so other pads never wait for it."""
-        if cell.rough_size() < OFF_LOOP_BYTES:
-            over = self._history.append(cell)
-        else:
-            over = await asyncio.to_thread(self._history.append, cell)
+        """Write a finished cell before anyone hears of it (one that could not be written is
+        answered saying so); a big one (or a fold of the history) off the event loop, so
+        other pads never wait for it."""
+        try:
+            if cell.rough_size() < OFF_LOOP_BYTES:
+                over = self._history.append(cell)
+            else:
+                over = await asyncio.to_thread(self._history.append, cell)
+        except OSError as exc:  # the answer says so: never "ok" for a cell not stored
+            unrecorded(cell, exc)
+            over = False
         if over:
             async with self._rewriting:
                 cells = list(self.cells)
