@@ -24,6 +24,7 @@ from scratchpad.errors import (
     PadError,
     ScratchpadError,
 )
+from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
 from scratchpad.runtime import venv
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
@@ -411,7 +412,8 @@ class LocalRuntime(ScratchpadRuntime):
             report = [f"Already installed: {', '.join(present_names)}"] if present_names else []
             if wanted:
                 report.append(await self._launcher.install(wanted))
-                venv.record_requirements(self.root, wanted)
+                with disk_full_in(self.settings.home):
+                    venv.record_requirements(self.root, wanted)
                 await self._request({"type": "refresh_imports"}, "ack")
             return "\n".join(report)
 
@@ -460,13 +462,15 @@ class LocalRuntime(ScratchpadRuntime):
         await self._start_kernel(rebuild)
 
     async def _start_kernel(self, rebuild: str | None = None) -> None:
-        """Start a kernel, rebuilding the venv first when asked, when unusable, or on retry."""
+        """Start a kernel, rebuilding the venv first when asked, when unusable, or on retry.
+        A full disk fails it with DiskFullError naming the home, leaving nothing half-made."""
         attempts = self.settings.venv_create_attempts
         last_error = ""
         self._death_reported = False
         for attempt in range(attempts):
             if rebuild or attempt or not venv.is_reusable(self.root):
-                await self._rebuild_venv(rebuild or last_error or "no usable virtualenv yet")
+                with disk_full_in(self.settings.home):
+                    await self._rebuild_venv(rebuild or last_error or "no usable virtualenv yet")
                 rebuild = None
             try:
                 self._kernel = await self._launcher.spawn()
@@ -474,8 +478,12 @@ class LocalRuntime(ScratchpadRuntime):
                 last_error = str(exc)
                 continue
             if not venv.is_reusable(self.root):
-                venv.mark_verified(self.root)
-                venv.record_name(self.root, self.name)
+                try:
+                    with disk_full_in(self.settings.home):
+                        venv.mark_verified(self.root)
+                except OSError:
+                    await self._stop_kernel()  # no kernel outlives a start that failed
+                    raise
             self._kernel.on_exit = lambda kernel: self.watch.died(self, kernel)
             self.watch.status(self)
             return
@@ -487,7 +495,7 @@ class LocalRuntime(ScratchpadRuntime):
     async def _rebuild_venv(self, why: str) -> None:
         self._history.close()  # the file is moved into the new venv; reopen it there
         existed = self.root.exists()
-        await venv.create(self.root)
+        await venv.create(self.root, self.name)
         if existed:
             self._notes.append(f"The pad's virtualenv was rebuilt ({why}).")
         try:
