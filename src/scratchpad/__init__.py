@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from scratchpad.config import Settings
     from scratchpad.errors import (
         ConfigError,
+        DiskFullError,
         InstallError,
         InvalidInputError,
         InvalidPadNameError,
@@ -37,6 +38,7 @@ _EXPORTS = {
     "__version__": "scratchpad._version",
     "Cell": "scratchpad.runtime.cell",
     "ConfigError": "scratchpad.errors",
+    "DiskFullError": "scratchpad.errors",
     "DisplayEvent": "scratchpad.runtime.cell",
     "InstallError": "scratchpad.errors",
     "InvalidInputError": "scratchpad.errors",
@@ -61,6 +63,7 @@ _EXPORTS = {
 __all__ = [
     "Cell",
     "ConfigError",
+    "DiskFullError",
     "DisplayEvent",
     "InstallError",
     "InvalidInputError",

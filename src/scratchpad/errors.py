@@ -16,6 +16,7 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   ├── LLMModelUnavailableError the model is unknown or not served
     │   ├── LLMNoReplyError          the provider ended without a reply
     │   └── StructuredOutputError    the model did not return a valid object
+    ├── DiskFullError            a write found no space (or no quota) left on its disk (507)
     ├── ObservationError         the observation store could not do what was asked
     │   └── ObservationNotFoundError  unknown id, expired, or another turn's observation
     ├── PadError                 a pad's machinery failed
@@ -45,6 +46,9 @@ Over HTTP an error travels as ``{"error": message, "type": class name}`` with th
 """
 
 from __future__ import annotations
+
+import errno
+from typing import Any
 
 
 class ScratchpadError(Exception):
@@ -100,6 +104,23 @@ class LLMNoReplyError(LLMError):
 
 class StructuredOutputError(LLMError):
     """The model did not return a valid object for a structured-output request."""
+
+
+class DiskFullError(ScratchpadError, OSError):
+    """A write failed for lack of space (or of quota) on a disk: nothing half-written stays,
+    and the same call works once space is freed. An ``OSError`` too (``errno`` ENOSPC or
+    EDQUOT), so code that handles a failed write still handles it; made by
+    :func:`scratchpad.fsutil.disk_full`, whose message names the directory ("the disk of
+    <home> is full")."""
+
+    def __init__(self, message: str, code: int = errno.ENOSPC) -> None:
+        super().__init__(code, message)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.strerror, self.errno)
 
 
 class ObservationError(ScratchpadError):
@@ -226,6 +247,7 @@ HTTP_STATUS: dict[type[ScratchpadError], int] = {
     PadClosedError: 409,
     PadLimitError: 507,
     AgentLockedError: 409,
+    DiskFullError: 507,
     LLMError: 502,
     ScratchpadError: 500,
 }

@@ -1,24 +1,76 @@
 """Small file-system helpers shared by every part that keeps state on disk.
 
-Atomic writes (temp file, fsync, rename), exclusive creation (temp file, link), and private
-files: the home directory is 0700 and every state file in it 0600, whatever the umask, so
-directories and files there are made with :func:`private_dir` and :func:`open_private`.
+Atomic writes (temp file, fsync, rename), exclusive creation (temp file, link), appends that
+land whole or not at all, and private files: the home directory is 0700 and every state file
+in it 0600, whatever the umask, so directories and files there are made with
+:func:`private_dir` and :func:`open_private`.
+
+A write that finds its disk full (``ENOSPC``, or ``EDQUOT`` past a quota) raises
+:class:`DiskFullError`, whose message names the directory: the one written here, or the
+home (or agent directory, workspace) when a caller that knows it wraps the work in
+:func:`disk_full_in`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+from scratchpad.errors import DiskFullError
 
 NEW_FILE_MODE = 0o666  # what open() asks for; the umask takes its share
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})  # what a write says when its disk is full
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write that found no space (or no quota) left."""
+    return isinstance(exc, OSError) and exc.errno in NO_SPACE
+
+
+def disk_full(where: Path | str, code: int = errno.ENOSPC) -> DiskFullError:
+    """The error of a write that found the disk holding ``where`` full."""
+    reason = os.strerror(code).lower()
+    return DiskFullError(
+        f"the disk of {where} is full ({reason}); free some space there, then try again", code
+    )
+
+
+@contextlib.contextmanager
+def disk_full_in(where: Path) -> Iterator[None]:
+    """Inside: a write that finds its disk full raises :class:`DiskFullError` naming
+    ``where`` (the directory a person knows: the home, an agent's directory)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in NO_SPACE:
+            raise
+        raise disk_full(where, exc.errno) from exc
+
+
+def append_whole(fd: int, data: bytes, size: int | None = None) -> None:
+    """Append ``data`` to the ``O_APPEND`` file ``fd`` whole or not at all: a write that stops
+    part-way (a full disk writes what fits, then fails) is cut back to where it began (the
+    file's ``size``, when the caller knows it), so the next append starts on a clean end.
+    Appends to one file take turns (the caller's lock)."""
+    start = os.fstat(fd).st_size if size is None else size
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        if len(view) < len(data):
+            with contextlib.suppress(OSError):  # the readers skip a torn record anyway
+                os.ftruncate(fd, start)
+        raise
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:
@@ -72,10 +124,12 @@ class AtomicFile:
 
     def __init__(self, path: Path, *, mode: int | None = None) -> None:
         self.name = path.name
+        self.directory = path.parent
         self.dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self._temp = ""
         try:
-            self._temp, fd = self._open_temp()
+            with disk_full_in(self.directory):
+                self._temp, fd = self._open_temp()
             self._handle = os.fdopen(fd, "wb")
             os.fchmod(fd, mode if mode is not None else self._mode())
         except BaseException:
@@ -100,19 +154,22 @@ class AtomicFile:
             return NEW_FILE_MODE & ~current_umask()
 
     def write(self, data: bytes) -> None:
-        self._handle.write(data)
+        with disk_full_in(self.directory):
+            self._handle.write(data)
 
     def commit(self) -> None:
         """Put the file in place, over whatever file had its name."""
-        self._sync()
-        os.replace(self._temp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+        with disk_full_in(self.directory):
+            self._sync()
+            os.replace(self._temp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
         self._finish()
 
     def link(self) -> bool:
         """Put the file in place unless the name exists; whether it was put there."""
-        self._sync()
         try:
-            os.link(self._temp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+            with disk_full_in(self.directory):
+                self._sync()
+                os.link(self._temp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
         except FileExistsError:
             return False
         finally:
@@ -135,7 +192,8 @@ class AtomicFile:
         """Remove the temp file (if any) and let go of the directory; safe to call twice."""
         handle = getattr(self, "_handle", None)
         if handle is not None:
-            handle.close()
+            with contextlib.suppress(OSError):  # its flush failed (a full disk): fd closed anyway
+                handle.close()
         if self._temp:
             with contextlib.suppress(OSError):
                 os.unlink(self._temp, dir_fd=self.dir_fd)
@@ -196,6 +254,17 @@ def open_private(path: Path, flags: int = APPEND_FLAGS) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def append_private(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` (private, as :func:`open_private` makes it) whole or not
+    at all (:func:`append_whole`); a full disk raises DiskFullError naming its directory."""
+    with disk_full_in(path.parent):
+        fd = open_private(path)
+        try:
+            append_whole(fd, data)
+        finally:
+            os.close(fd)
 
 
 def open_private_append(path: Path) -> BinaryIO:

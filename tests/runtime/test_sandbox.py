@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +13,7 @@ from scratchpad.config import Settings
 from scratchpad.errors import SandboxError
 from scratchpad.runtime import confinement
 from scratchpad.runtime.base import PadLLM, ScratchpadRuntime
+from scratchpad.runtime.history import unframe
 from scratchpad.runtime.inkernel import sandbox
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
@@ -108,8 +108,8 @@ async def test_a_cell_cannot_reach_the_home_or_write_outside_the_workspace(
     )
     assert child.result not in (None, "0")
     assert not (outside / "escaped.txt").exists()
-    history = (home / "pads" / "main" / "history.jsonl").read_text().splitlines()
-    assert all(json.loads(line) for line in history)  # nothing appended by the cell
+    history = (home / "pads" / "main" / "history.jsonl").read_bytes().splitlines()
+    assert all(unframe(line)[0] for line in history)  # nothing appended by the cell
 
 
 def unreachable(cell_code: str) -> str:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from scratchpad.config import Settings
-from scratchpad.errors import InstallError, InvalidInputError, KernelStartError
+from scratchpad.errors import InstallError, InvalidInputError, KernelStartError, VenvError
 from scratchpad.runtime import venv
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
@@ -189,3 +191,50 @@ async def test_stdlib_venv_fallback_runs_a_kernel(tmp_path: Path) -> None:
 
 async def test_installer_timeout_is_reported() -> None:
     assert await venv.run_tool(["sleep", "5"], 0.2) == (None, "")
+
+
+async def test_a_venv_is_built_beside_the_pad_and_a_failed_build_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "pads" / "p"
+    await venv.create(root, "p")
+    assert venv.read_name(root) == "p"
+    activate = (root / "bin" / "activate").read_text()
+    assert str(root) in activate and ".new-" not in activate  # names where it lives
+    (root / "history.jsonl").write_bytes(b"kept\n")
+    (root / "requirements.txt").write_text("six\n")
+    before = sorted(path.relative_to(root) for path in root.rglob("*"))
+
+    def no_space(root: Path) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(venv, "_link_host_packages", no_space)
+    with pytest.raises(OSError, match="No space left"):
+        await venv.create(root, "p")
+    assert sorted(path.relative_to(root) for path in root.rglob("*")) == before
+    assert [entry.name for entry in root.parent.iterdir()] == ["p"]  # nothing half-made beside
+    monkeypatch.undo()
+    await venv.create(root, "p")
+    assert (root / "history.jsonl").read_bytes() == b"kept\n"
+    assert venv.read_requirements(root) == ["six"] and venv.read_name(root) == "p"
+    assert [entry.name for entry in root.parent.iterdir()] == ["p"]
+
+
+async def test_a_pad_half_made_by_an_earlier_version_is_rebuilt_or_removed(
+    manager: ScratchpadManager,
+) -> None:
+    """What a failed first use left on main: a directory with part of a venv, refused by
+    every exec and every cleanup."""
+    for name in ("stub", "stub-2"):
+        stub = pad_root(manager, name)
+        (stub / "bin").mkdir(parents=True)
+        (stub / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    pad = await manager.get_or_create("stub")
+    assert (await pad.execute("1 + 1")).result == "2"
+    await manager.remove("stub-2")
+    assert not pad_root(manager, "stub-2").exists()
+    stranger = pad_root(manager, "stranger")
+    stranger.mkdir()
+    (stranger / "notes.txt").write_text("not a pad's")
+    with pytest.raises(VenvError, match="refusing to delete"):
+        await venv.remove(stranger)

@@ -12,8 +12,8 @@ from typing import Any
 from scratchpad.errors import ConfigError
 from scratchpad.fsutil import (
     PRIVATE_FILE_MODE,
+    append_private,
     atomic_write_text,
-    open_private_append,
     private_dir,
 )
 from scratchpad.llm.messages import Message
@@ -63,8 +63,7 @@ class SessionFiles:
             limit = RESULT_CHARS if key == "result" else INPUT_CHARS
             text = self.scrub(text)  # before cutting: a secret must not survive half-cut
             record[key] = text[:limit] + ("…" if len(text) > limit else "")
-        with open_private_append(self.log_path) as handle:
-            handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+        append_private(self.log_path, (json.dumps(record, ensure_ascii=False) + "\n").encode())
 
 
 def _scrubbed(value: Any, scrub: Scrub) -> Any:

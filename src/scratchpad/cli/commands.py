@@ -16,6 +16,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from scratchpad.cli.output import fail
+from scratchpad.errors import DiskFullError
 
 _Number = TypeVar("_Number", int, float)
 
@@ -108,6 +109,8 @@ def not_negative(value: _Number) -> _Number:
 
 def describe_os_error(exc: OSError) -> str:
     """An ``OSError`` as a sentence that names the path (when it has one) and what to check."""
+    if isinstance(exc, DiskFullError):  # its message names the disk and what to do
+        return str(exc)
     if not exc.filename:
         return f"{type(exc).__name__}: {exc}"
     also = f" (and {exc.filename2})" if exc.filename2 else ""

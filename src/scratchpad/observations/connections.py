@@ -2,6 +2,8 @@
 
 Each operation borrows a connection and gives it back, so any number of short-lived threads
 share a bounded set of file descriptors. A borrowed connection is used by one thread at a time.
+A full disk (``SQLITE_FULL``) raises DiskFullError naming the database's directory; the
+transaction is rolled back and the pool works again once space is freed.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from scratchpad.fsutil import disk_full, disk_full_in
+
 BUSY_TIMEOUT_S = 10.0
 MAX_IDLE = 8
+SQLITE_FULL = 13  # "database or disk is full" (the primary result code)
 
 
 class ConnectionPool:
@@ -40,9 +45,11 @@ class ConnectionPool:
         with self._lock:
             connection = self._idle.pop() if self._idle else None
         if connection is None:
-            connection = self._open()
+            with _disk_full_in(self.path.parent):
+                connection = self._open()
         try:
-            yield connection
+            with _disk_full_in(self.path.parent):
+                yield connection
         finally:
             if connection.in_transaction:
                 connection.rollback()
@@ -75,3 +82,15 @@ class ConnectionPool:
             idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
+
+
+@contextmanager
+def _disk_full_in(where: Path) -> Iterator[None]:
+    """:func:`~scratchpad.fsutil.disk_full_in` that also knows SQLite's word for it."""
+    try:
+        with disk_full_in(where):
+            yield
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF != SQLITE_FULL:
+            raise
+        raise disk_full(where) from exc

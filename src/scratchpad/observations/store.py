@@ -2,7 +2,8 @@
 
 Operations borrow pooled connections. Writes run in ``BEGIN IMMEDIATE`` transactions, so a
 process killed mid-write leaves the last committed state; every read runs in one snapshot, so
-a concurrent gc can never hand back half an entry.
+a concurrent gc can never hand back half an entry. A write that finds the disk full raises
+DiskFullError (HTTP 507) and stores nothing; the same write works once space is freed.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from scratchpad.errors import (
     WorkspaceError,
     WorkspaceFileNotFoundError,
 )
-from scratchpad.fsutil import AtomicFile
+from scratchpad.fsutil import NO_SPACE, AtomicFile, disk_full
 from scratchpad.text import find_control
 from scratchpad.vault.scrub import scrub
 
@@ -198,6 +198,8 @@ class Workspace:
                 f"a part of {rel!r} is a file, not a directory; choose another path"
             ) from None
         except OSError as exc:
+            if exc.errno in NO_SPACE:
+                raise disk_full(self.root, exc.errno) from None
             raise WorkspaceError(f"cannot write {rel!r}: {exc.strerror}") from None
         try:
             self._check_fd(file.dir_fd, rel)

@@ -1,12 +1,20 @@
 """A pad's cells on disk (``history.jsonl``), so view/dump survive the process.
 
-An append-only log, one JSON cell per line, mode 0600. Each cell is written (one ``write`` on
-an ``O_APPEND`` descriptor) before anyone is told it finished, so a cell whose result reached
-a client survives a crash of the server. A torn last line (a crash mid-write) is skipped on
-load, and said so in the log. The file is bounded: one cell's record keeps at most half of
-``max_bytes`` (long fields cut, saying so), and past ``max_bytes`` the oldest cells are folded
-into one note cell and the file is rewritten atomically. Writes may come from worker threads
-(big cells are written off the event loop); a lock keeps them whole and in order.
+An append-only log, one cell per line, mode 0600. Each cell is written before anyone is told
+it finished, so a cell whose result reached a client survives a crash of the server; a cell
+whose record could not be written is answered saying so (:func:`unrecorded`), never ``ok``.
+
+A record is framed: ``#1 <length> <crc32> <JSON>\n``, the length and the CRC-32 (8 hex
+digits) of the JSON bytes. An append lands whole or not at all (a write that fails part-way,
+a full disk, is cut back: :func:`~scratchpad.fsutil.append_whole`); bytes torn by a crash
+mid-append are recognised on load (no record of theirs matches its length and checksum),
+skipped and said so in the log, and a whole record written after them on the same line is
+kept. Lines of earlier versions (plain JSON) are read as they are.
+
+The file is bounded: one cell's record keeps at most half of ``max_bytes`` (long fields cut,
+saying so), and past ``max_bytes`` the oldest cells are folded into one note cell and the
+file is rewritten atomically. Writes may come from worker threads (big cells are written off
+the event loop); a lock keeps them whole and in order.
 """
 
 from __future__ import annotations
@@ -15,39 +23,78 @@ import contextlib
 import json
 import logging
 import os
+import re
 import threading
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from scratchpad.fsutil import atomic_write_bytes
+from scratchpad.fsutil import append_whole, atomic_write_bytes, disk_full_in
 from scratchpad.runtime.cell import Cell, fit_cell
 
 FOLDED = "history folded"  # the description of the note cell that stands for folded cells
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
+_HEADER = re.compile(rb"#1 (\d{1,12}) ([0-9a-f]{8}) ")  # a record's frame (see the module)
 
 log = logging.getLogger(__name__)
 
 
 def encode(cell: Cell, limit: int | None = None) -> bytes:
-    """One line of the file; with ``limit``, the record fitted to about that many bytes."""
-    data = cell.to_dict()
-    line = (_ENCODER.encode(data) + "\n").encode("utf-8", "replace")
-    if limit is None or len(line) <= limit:
-        return line
-    data = fit_cell(data, limit, "from this pad's history (SCRATCHPAD_HISTORY_MAX_BYTES)")
-    return (_ENCODER.encode(data) + "\n").encode("utf-8", "replace")
+    """One framed line of the file; with ``limit``, the record fitted to about that many
+    bytes."""
+    body = _ENCODER.encode(cell.to_dict()).encode("utf-8", "replace")
+    if limit is not None and len(body) > limit:
+        data = fit_cell(
+            cell.to_dict(), limit, "from this pad's history (SCRATCHPAD_HISTORY_MAX_BYTES)"
+        )
+        body = _ENCODER.encode(data).encode("utf-8", "replace")
+    return frame(body)
+
+
+def frame(body: bytes) -> bytes:
+    """The line of the file that holds the record ``body`` (one line of JSON)."""
+    return b"#1 %d %08x %s\n" % (len(body), zlib.crc32(body), body)
+
+
+def unframe(line: bytes) -> tuple[bytes | None, bool]:
+    """The JSON of the whole framed record that ends ``line`` (one line of the file), or
+    None; and whether bytes torn by a crash came before it. A line of an earlier version
+    (plain JSON) has no frame: None, False."""
+    end = len(line) - line.endswith(b"\n")
+    for match in _HEADER.finditer(line, 0, end):
+        if end - match.end() == int(match[1]):  # the length first: a cheap test
+            body = memoryview(line)[match.end() : end]
+            if zlib.crc32(body) == int(match[2], 16):
+                return bytes(body), match.start() > 0
+    return None, not line.startswith(b"{")
+
+
+def unrecorded(cell: Cell, exc: OSError) -> None:
+    """Mark a cell that ran but whose record could not be written: it is never answered
+    ``ok``, and its error says why (its output stays in the answer and in memory)."""
+    if cell.status == "ok":
+        cell.status = "error"
+    cell.error = (cell.error or "") + (
+        f"This cell ran, but its record could not be stored: {exc}. What it printed and "
+        "returned is in this answer only: it is not in the pad's history and is lost when "
+        "the pad stops.\n"
+    )
 
 
 class CellHistory:
-    def __init__(self, path: Path, max_bytes: int) -> None:
+    """The history file of one pad; ``disk`` is the directory named when it is full (the
+    home)."""
+
+    def __init__(self, path: Path, max_bytes: int, *, disk: Path | None = None) -> None:
         self.path = path
         self.max_bytes = max_bytes
+        self.disk = disk or path.parent
         self._fd: int | None = None
         self.size: int | None = None  # bytes in the file, once known
         self._lock = threading.Lock()
 
     def load(self) -> list[Cell]:
-        """Every readable cell; unreadable lines are skipped and counted in the log."""
+        """Every whole cell; torn or unreadable lines are skipped and counted in the log."""
         cells: list[Cell] = []
         skipped = 0
         try:
@@ -59,8 +106,12 @@ class CellHistory:
             size = 0
             for line in handle:
                 size += len(line)
-                try:
-                    data = json.loads(line.decode("utf-8", "replace"))
+                body, torn = unframe(line)
+                skipped += torn
+                if body is None and torn:
+                    continue  # nothing whole in it
+                try:  # a whole record, or a line of an earlier version
+                    data = json.loads((line if body is None else body).decode("utf-8", "replace"))
                     cells.append(Cell.from_dict(data))
                 except (ValueError, TypeError, AttributeError):
                     skipped += 1
@@ -70,20 +121,21 @@ class CellHistory:
         return cells
 
     def append(self, cell: Cell) -> bool:
-        """Write one finished cell now; True when the file went over its bound (the caller
-        folds and :meth:`rewrite`\\ s it)."""
+        """Write one finished cell now, whole or not at all; True when the file went over its
+        bound (the caller folds and :meth:`rewrite`\\ s it). A failed write raises (a full
+        disk: :class:`~scratchpad.errors.DiskFullError` naming ``disk``)."""
         data = encode(cell, self.max_bytes // 2)
-        with self._lock:
+        with self._lock, disk_full_in(self.disk):
             try:
                 if self._fd is None:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
                     self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                     self.size = os.fstat(self._fd).st_size
-                os.write(self._fd, data)
-            except OSError as exc:  # a full disk must not fail a cell; say so in the log
+                append_whole(self._fd, data, self.size)
+            except OSError as exc:
                 log.warning("%s: could not record cell %s: %s", self.path, cell.id, exc)
-                self._close_fd()
-                return False
+                self._close_fd()  # the next append opens it again (space may be back)
+                raise
             self.size = (self.size or 0) + len(data)
             return self.size > self.max_bytes
 

@@ -25,13 +25,14 @@ from scratchpad.errors import (
     PadLimitError,
     ScratchpadError,
 )
+from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
 from scratchpad.runtime import venv
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem, new_cell_id
 from scratchpad.runtime.cellqueue import CellQueue, Ticket
 from scratchpad.runtime.cellrun import Caps, CellRun
-from scratchpad.runtime.history import CellHistory, fold
+from scratchpad.runtime.history import CellHistory, fold, unrecorded
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.launcher import Launcher, SecretEnv
 from scratchpad.runtime.limits import WATCHDOG, DiskMeter, PadLimits, Watched, over_disk
@@ -81,7 +82,9 @@ class LocalRuntime(ScratchpadRuntime):
             name, root=root, cwd=cwd, settings=settings, worker=worker, secret_env=secret_env,
             guarded=guarded,
         )  # fmt: skip
-        self._history = CellHistory(root / "history.jsonl", settings.history_max_bytes)
+        self._history = CellHistory(
+            root / "history.jsonl", settings.history_max_bytes, disk=settings.home
+        )
         self._loaded = False
         self._by_id: dict[str, Cell] | None = None  # recorded cells, once a submit names one
         self._background: set[asyncio.Task[Cell]] = set()
@@ -424,12 +427,17 @@ class LocalRuntime(ScratchpadRuntime):
             self._by_id[cell.id] = cell
 
     async def _persist(self, cell: Cell) -> None:
-        """Write a finished cell before anyone hears of it; a big one (or a fold of the
-        history) off the event loop, so other pads never wait for it."""
-        if cell.rough_size() < OFF_LOOP_BYTES:
-            over = self._history.append(cell)
-        else:
-            over = await asyncio.to_thread(self._history.append, cell)
+        """Write a finished cell before anyone hears of it (one that could not be written is
+        answered saying so); a big one (or a fold of the history) off the event loop, so
+        other pads never wait for it."""
+        try:
+            if cell.rough_size() < OFF_LOOP_BYTES:
+                over = self._history.append(cell)
+            else:
+                over = await asyncio.to_thread(self._history.append, cell)
+        except OSError as exc:  # the answer says so: never "ok" for a cell not stored
+            unrecorded(cell, exc)
+            over = False
         if over:
             async with self._rewriting:
                 cells = list(self.cells)
@@ -470,7 +478,8 @@ class LocalRuntime(ScratchpadRuntime):
             report = [f"Already installed: {', '.join(present_names)}"] if present_names else []
             if wanted:
                 report.append(await self._launcher.install(wanted))
-                venv.record_requirements(self.root, wanted)
+                with disk_full_in(self.settings.home):
+                    venv.record_requirements(self.root, wanted)
                 await self._request({"type": "refresh_imports"}, "ack")
             return "\n".join(report)
 
@@ -519,13 +528,15 @@ class LocalRuntime(ScratchpadRuntime):
         await self._start_kernel(rebuild)
 
     async def _start_kernel(self, rebuild: str | None = None) -> None:
-        """Start a kernel, rebuilding the venv first when asked, when unusable, or on retry."""
+        """Start a kernel, rebuilding the venv first when asked, when unusable, or on retry.
+        A full disk fails it with DiskFullError naming the home, leaving nothing half-made."""
         attempts = self.settings.venv_create_attempts
         last_error = ""
         self._death_reported = False
         for attempt in range(attempts):
             if rebuild or attempt or not venv.is_reusable(self.root):
-                await self._rebuild_venv(rebuild or last_error or "no usable virtualenv yet")
+                with disk_full_in(self.settings.home):
+                    await self._rebuild_venv(rebuild or last_error or "no usable virtualenv yet")
                 rebuild = None
             try:
                 self._kernel = await self._launcher.spawn()
@@ -533,8 +544,12 @@ class LocalRuntime(ScratchpadRuntime):
                 last_error = str(exc)
                 continue
             if not venv.is_reusable(self.root):
-                venv.mark_verified(self.root)
-                venv.record_name(self.root, self.name)
+                try:
+                    with disk_full_in(self.settings.home):
+                        venv.mark_verified(self.root)
+                except OSError:
+                    await self._stop_kernel()  # no kernel outlives a start that failed
+                    raise
             await self._watch_limits(self._kernel)
             self._kernel.on_exit = lambda kernel: self.watch.died(self, kernel)
             self.watch.status(self)
@@ -547,7 +562,7 @@ class LocalRuntime(ScratchpadRuntime):
     async def _rebuild_venv(self, why: str) -> None:
         self._history.close()  # the file is moved into the new venv; reopen it there
         existed = self.root.exists()
-        await venv.create(self.root)
+        await venv.create(self.root, self.name)
         if existed:
             self._notes.append(f"The pad's virtualenv was rebuilt ({why}).")
         try:

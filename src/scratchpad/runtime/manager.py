@@ -255,6 +255,8 @@ class ScratchpadManager:
             return []
         names = []
         for entry in root.iterdir():
+            if entry.name.startswith("."):
+                continue  # a venv being built or replaced (venv.create)
             name = self._pad_name(entry)
             if name is not None:
                 names.append(name)

@@ -10,6 +10,10 @@ Layout of a pad directory (which *is* the venv)::
 
 The venv also sees the packages of the environment Scratchpad itself runs in (a ``.pth`` file
 adds them after the pad's own), so what the host has installed is importable in every pad.
+
+A venv is built beside the pad (``pads/.<dir>.new-*``) and renamed into place, so a failed
+build (a full disk) leaves the pad as it was; a directory half-made by an earlier version
+(venv entries only) is still recognised as the pad's, so it can be rebuilt or removed.
 """
 
 from __future__ import annotations
@@ -19,15 +23,15 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import site
-import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from scratchpad.errors import InstallError, InvalidInputError, VenvError
-from scratchpad.fsutil import atomic_write_bytes, atomic_write_text, private_dir
+from scratchpad.fsutil import NO_SPACE, atomic_write_text, disk_full, private_dir
 from scratchpad.runtime import procgroup
 from scratchpad.text import find_control
 from scratchpad.vault.scrub import scrub
@@ -85,6 +89,9 @@ def read_name(root: Path) -> str | None:
 
 
 PAD_FILES = ("pyvenv.cfg", MARKER, NAME_FILE, REQUIREMENTS, "history.jsonl")
+VENV_ENTRIES = frozenset(
+    {*PAD_FILES, "bin", "lib", "lib64", "include", "share", "tmp", ".gitignore", "CACHEDIR.TAG"}
+)  # what a pad's directory holds, whole or half-made by an earlier version
 
 
 async def remove(root: Path) -> None:
@@ -92,32 +99,98 @@ async def remove(root: Path) -> None:
     pointed ``root`` elsewhere must never delete a directory that is not ours."""
     if not root.exists() and not root.is_symlink():
         return
-    if root.is_symlink() or not root.is_dir():
-        raise VenvError(f"refusing to delete {root}: it is not a pad's directory")
-    if any(root.iterdir()) and not any((root / name).exists() for name in PAD_FILES):
-        raise VenvError(
-            f"refusing to delete {root}: it holds none of a pad's files ({', '.join(PAD_FILES)})"
-        )
+    check_ours(root)
     await asyncio.to_thread(shutil.rmtree, root, True)
 
 
-async def create(root: Path) -> None:
-    """(Re)create the venv at ``root``, keeping its requirements and history files."""
-    kept = {name: _kept(root / name) for name in KEEP_ON_REBUILD if (root / name).exists()}
-    await remove(root)
+def check_ours(root: Path) -> None:
+    """Refuse (VenvError) a directory that is no pad's: a symlink, a file, or a directory
+    that holds none of a pad's files and other things than a venv's."""
+    if root.is_symlink() or not root.is_dir():
+        raise VenvError(f"refusing to delete {root}: it is not a pad's directory")
+    names = {entry.name for entry in root.iterdir()}
+    if not names <= VENV_ENTRIES and not names & set(PAD_FILES):
+        raise VenvError(
+            f"refusing to delete {root}: it holds none of a pad's files ({', '.join(PAD_FILES)})"
+        )
+
+
+async def create(root: Path, name: str | None = None) -> None:
+    """(Re)create the venv at ``root``, keeping its requirements, history and name files
+    (``name`` recorded when given). Built aside (``.<dir>.new-*`` beside it) and renamed into
+    place: a failure (a full disk) leaves the pad as it was, and nothing half-made."""
     private_dir(root.parent)
-    error = await _create_with_uv(root)
-    if error is not None:
-        await remove(root)
-        await asyncio.to_thread(_create_with_stdlib, root)
-    for name, (data, mode) in kept.items():
-        atomic_write_bytes(root / name, data, mode=mode)  # history.jsonl stays 0600
-    _link_host_packages(root)
+    await asyncio.to_thread(_clear_aside, root)
+    staging = _aside(root, "new")
+    try:
+        error = await _create_with_uv(staging)
+        if error is not None:
+            await asyncio.to_thread(shutil.rmtree, staging, True)
+            await asyncio.to_thread(_create_with_stdlib, staging)
+        _link_host_packages(staging)
+        await asyncio.to_thread(_put_in_place, staging, root, name)
+    finally:
+        await asyncio.to_thread(shutil.rmtree, staging, True)  # gone once put in place
 
 
-def _kept(path: Path) -> tuple[bytes, int]:
-    """A file's bytes and permission bits, to put it back after a rebuild."""
-    return path.read_bytes(), stat.S_IMODE(path.stat().st_mode)
+def _aside(root: Path, kind: str) -> Path:
+    """A directory beside ``root`` for a venv being built (``new``) or replaced (``old``);
+    its leading dot keeps it out of the pad list."""
+    return root.with_name(f".{root.name}.{kind}-{secrets.token_hex(6)}")
+
+
+def _clear_aside(root: Path) -> None:
+    """Remove what a crash left beside ``root`` (one server per home builds its pads)."""
+    stale = re.compile(rf"\.{re.escape(root.name)}\.(new|old)-[0-9a-f]{{12}}")
+    for entry in root.parent.iterdir():
+        if stale.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _put_in_place(staging: Path, root: Path, name: str | None) -> None:
+    """Make the venv built at ``staging`` the pad's at ``root``: the kept files linked in
+    (no copy, no space), the name recorded, the old directory swapped out and deleted."""
+    _retarget(staging, root)
+    replacing = root.exists() or root.is_symlink()
+    if replacing:
+        check_ours(root)
+        for kept in KEEP_ON_REBUILD:
+            if (root / kept).is_file() and not (root / kept).is_symlink():
+                _keep(root / kept, staging / kept)
+    if name is not None:
+        record_name(staging, name)
+    if not replacing:
+        os.rename(staging, root)
+        return
+    old = _aside(root, "old")
+    os.rename(root, old)
+    try:
+        os.rename(staging, root)
+    except BaseException:
+        os.rename(old, root)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _keep(source: Path, target: Path) -> None:
+    """``source``'s file at ``target`` too: a hard link, else a copy (mode kept)."""
+    try:
+        os.link(source, target, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno in NO_SPACE:
+            raise
+        shutil.copy2(source, target, follow_symlinks=False)
+
+
+def _retarget(staging: Path, root: Path) -> None:
+    """The activation scripts and ``pyvenv.cfg`` name the venv's directory: ``root``, not the
+    place it was built."""
+    old, new = str(staging), str(root)
+    for path in [*staging.glob("bin/activate*"), staging / "pyvenv.cfg"]:
+        if path.is_file() and not path.is_symlink():
+            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+            if old in text:
+                path.write_text(text.replace(old, new), "utf-8", "surrogateescape")
 
 
 async def _create_with_uv(root: Path) -> str | None:
@@ -137,6 +210,8 @@ async def _create_with_uv(root: Path) -> str | None:
         "--quiet",
         "--python",
         sys.executable,
+        "--prompt",
+        _prompt(root),
         str(root),
     ]
     code, output = await run_tool(argv, CREATE_TIMEOUT_S)
@@ -146,13 +221,23 @@ async def _create_with_uv(root: Path) -> str | None:
 def _create_with_stdlib(root: Path) -> None:
     import venv
 
+    builder = venv.EnvBuilder(
+        system_site_packages=True, with_pip=False, symlinks=True, prompt=_prompt(root)
+    )
     try:
-        venv.EnvBuilder(system_site_packages=True, with_pip=False, symlinks=True).create(root)
+        builder.create(root)
     except Exception as exc:
+        if isinstance(exc, OSError) and exc.errno in NO_SPACE:
+            raise disk_full(root.parent, exc.errno) from exc
         raise VenvError(
             f"could not create a virtualenv at {root} with uv or the venv module: {exc}. "
             "Check free disk space and permissions of that directory."
         ) from exc
+
+
+def _prompt(staging: Path) -> str:
+    """The name a shell shows for the venv: its pad directory's, not the staging one's."""
+    return staging.name[1:].rsplit(".new-", 1)[0]
 
 
 def _link_host_packages(root: Path) -> None:

@@ -15,6 +15,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -35,6 +36,7 @@ from scratchpad.errors import (
     ScratchpadError,
     http_status,
 )
+from scratchpad.fsutil import NO_SPACE, disk_full
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime import confinement
 from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id
@@ -170,7 +172,7 @@ def create_app(
             CORSMiddleware, allow_origins=[origin], allow_methods=["*"], allow_headers=["*"]
         )
     app.add_middleware(SecurityHeaders)  # outermost: on every answer, refusals too
-    _error_handlers(app)
+    _error_handlers(app, manager.settings.home)
     _protocol_routes(app, manager)
     _read_routes(app, manager)
     pad_feed_routes(app, manager)
@@ -199,7 +201,7 @@ def _form_link(origin: str | None, sessions: BrowserSessions) -> Callable[[str],
     return link
 
 
-def _error_handlers(app: FastAPI) -> None:
+def _error_handlers(app: FastAPI, home: Path) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = "; ".join(_describe(e) for e in exc.errors())
@@ -223,6 +225,10 @@ def _error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, OSError) and exc.errno in NO_SPACE:  # a write of no module's own
+            full = disk_full(home, exc.errno)
+            log.warning("%s %s failed: %s", request.method, request.url.path, full)
+            return error(507, str(full), type(full).__name__)
         log.exception("%s %s failed", request.method, request.url.path)
         message = "internal server error; the server log has the details"
         return error(500, message, "InternalError")

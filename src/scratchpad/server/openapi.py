@@ -11,7 +11,8 @@ Route modules declare their answers in one line with :func:`answers` / :func:`ss
 Answers are documented, never validated (``response_model=None``): validating a pad's cells
 again on every call would cost the execute path. The document adds what every route of a
 guarded path answers anyway: 401 (no key, no session), 403 (a browser session refused),
-413 (a body over the limit) and 500; the open paths but ``/healthz`` may answer 403 too.
+413 (a body over the limit), 500 and 507 (a full disk); the open paths but ``/healthz`` may
+answer 403 too.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ ERROR_TEXTS = {
     422: "The body or a parameter is not of the documented shape (the message names it).",
     500: "The server could not do it (the message, or the server log, says why).",
     502: "A language-model provider failed.",
+    507: "A write found the disk of the server's home full (the message names it): nothing "
+    "half-written stays; free some space, then ask again.",
 }
 DESCRIPTION = (
     "Persistent Python pads over HTTP: the remote-backend protocol (`/scratchpad/*`), read "
@@ -249,6 +252,7 @@ def _complete(path: str, operation: dict[str, Any]) -> None:
         if "requestBody" in operation:
             responses.setdefault("413", error_response(413))
         responses.setdefault("500", error_response(500))
+        responses.setdefault("507", error_response(507))
     operation["responses"] = dict(sorted(responses.items()))
     if not operation.get("tags"):
         operation["tags"] = [next(tag for prefix, tag in TAGS if path.startswith(prefix))]

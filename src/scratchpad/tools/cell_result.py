@@ -1,12 +1,15 @@
 """A cell as the model reads it: labelled sections, images as image blocks, large output
-offloaded to the observation store (the model gets the summary and the id)."""
+offloaded to the observation store (the model gets the summary and the id; on a full disk,
+its head and tail and why)."""
 
 from __future__ import annotations
 
 import json
 
+from scratchpad.errors import DiskFullError
 from scratchpad.llm.messages import ImageBlock, TextBlock
 from scratchpad.runtime.cell import Cell
+from scratchpad.text import cut_middle
 from scratchpad.tools.base import ToolOutcome
 from scratchpad.tools.context import ToolSessionContext
 
@@ -35,14 +38,19 @@ def cell_outcome(cell: Cell, pad: str, context: ToolSessionContext) -> ToolOutco
     text = context.scrub(cell_text(cell))
     store = context.store
     if store is not None:
-        shown = store.offload(
-            {"ok": cell.ok, "content": text, "pad": pad, "status": cell.status},
-            turn_id=context.turn_id,
-            step_num=context.step_num,
-            tool="scratchpad",
-        )
-        if "observation_id" in shown:
-            text = offloaded_text(shown)
+        try:
+            shown = store.offload(
+                {"ok": cell.ok, "content": text, "pad": pad, "status": cell.status},
+                turn_id=context.turn_id,
+                step_num=context.step_num,
+                tool="scratchpad",
+            )
+        except DiskFullError as exc:  # the cell ran: its head and tail rather than nothing
+            cap = store.settings.observation_threshold_bytes
+            text = f"[not saved as an observation: {exc}]\n{cut_middle(text, cap)}"
+        else:
+            if "observation_id" in shown:
+                text = offloaded_text(shown)
     blocks: list[TextBlock | ImageBlock] = [TextBlock(text), *image_blocks(cell)]
     return ToolOutcome(
         blocks if len(blocks) > 1 else text, ok=cell.ok, reason=None if cell.ok else cell.status

@@ -7,13 +7,12 @@ event, pad, engine, connection name — never a value, so the log is safe to sho
 from __future__ import annotations
 
 import json
-import os
 from collections import deque
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from scratchpad.fsutil import open_private
+from scratchpad.fsutil import append_private
 
 AUDIT_FILE = "audit.jsonl"
 Event = Literal["inject", "rotate", "save", "delete", "grant", "revoke", "probe"]
@@ -32,17 +31,14 @@ class AuditLog:
         self.path = directory / AUDIT_FILE
 
     def append(self, event: Event, engine: str, name: str, *, pad: str | None = None) -> None:
-        """One line, written with one ``write`` to an O_APPEND file (lines never interleave)."""
+        """One line, appended whole or not at all to an O_APPEND file (lines never
+        interleave; a full disk raises DiskFullError and leaves no torn line)."""
         entry: dict[str, Any] = {"at": now(), "event": event}
         if pad is not None:
             entry["pad"] = pad
         entry.update(engine=engine, name=name)
         line = json.dumps(entry, ensure_ascii=False) + "\n"
-        fd = open_private(self.path)
-        try:
-            os.write(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
+        append_private(self.path, line.encode("utf-8"))
 
     def read(self, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
         """The last ``limit`` entries, oldest first (lines that do not parse are skipped)."""

@@ -28,7 +28,7 @@ from scratchpad.config import Settings
 from scratchpad.fsutil import atomic_write_chunks
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.cell import CELL_FIELDS, Cell
-from scratchpad.runtime.history import CellHistory
+from scratchpad.runtime.history import CellHistory, frame, unframe
 from scratchpad.vault.scrub import Scrubber, scrubber
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,16 @@ def rescrub_json_file(path: Path, scrub: Scrubber | None = None) -> bool:
 
 
 def scrub_line(line: bytes, scrub: Scrubber) -> bytes:
-    """One line of a JSON-lines file scrubbed; ``line`` itself when nothing changed."""
+    """One line of a JSON-lines file scrubbed (a pad history's record framed again);
+    ``line`` itself when nothing changed."""
+    body, _torn = unframe(line)
+    if body is not None:
+        scrubbed = _scrub_json_line(body, scrub)
+        return line if scrubbed is body else frame(scrubbed)
+    return _scrub_json_line(line, scrub)
+
+
+def _scrub_json_line(line: bytes, scrub: Scrubber) -> bytes:
     text = line.decode("utf-8", "surrogateescape")
     body = text.rstrip("\r\n")
     scrubbed = scrub_json_text(body, scrub)

@@ -1,10 +1,11 @@
 """``Vault``: encrypted connections on disk, their grants to pads, and the audit of both.
 
 One Fernet-encrypted JSON file per connection in ``<home>/vault/`` (0700; files 0600, written
-atomically). The key lives outside that directory (see :mod:`scratchpad.vault.keys`). Every
-secret value the vault reads or writes is registered with the process's scrubber under its
-variable name, and all of them before the vault answers its first question, so a server that
-opens its vault at start knows every secret before any output leaves it.
+atomically; a full disk raises DiskFullError naming the home and changes nothing). The key
+lives outside that directory (see :mod:`scratchpad.vault.keys`). Every secret value the
+vault reads or writes is registered with the process's scrubber under its variable name, and
+all of them before the vault answers its first question, so a server that opens its vault at
+start knows every secret before any output leaves it.
 
 Callers that must follow changes (the pad manager updates running pads) ``subscribe``: each
 save, delete, grant and revoke calls them with (event, engine, name) after it is on disk.
@@ -21,11 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from scratchpad.config import Settings
-from scratchpad.errors import InvalidInputError, VaultError, VaultNotFoundError, VaultRecordError
+from scratchpad.errors import (
+    DiskFullError,
+    InvalidInputError,
+    VaultError,
+    VaultNotFoundError,
+    VaultRecordError,
+)
 from scratchpad.fsutil import (
     PRIVATE_FILE_MODE,
     atomic_write_bytes,
     create_exclusive,
+    disk_full_in,
     private_dir,
 )
 from scratchpad.vault import records
@@ -81,7 +89,7 @@ class Vault:
         self.prime()
         check_name(engine, "engine")
         check_name(name, "connection name")
-        with self._lock:
+        with self._lock, disk_full_in(self.settings.home):
             old = self._read(engine, name) if self._path(engine, name).exists() else None
             record = records.build(engine, name, fields, secure_keys, old)
             self._check_no_clash(engine, name)
@@ -105,7 +113,7 @@ class Vault:
         check_name(engine, "engine")
         if name is not None:
             check_name(name, "connection name")
-        with self._lock:
+        with self._lock, disk_full_in(self.settings.home):
             for candidate in self._free_names(engine, name):
                 record = records.build(engine, candidate, fields, secure_keys, None)
                 if create_exclusive(self._path(engine, candidate), self._seal(record)):
@@ -162,7 +170,7 @@ class Vault:
     def delete(self, engine: str, name: str) -> None:
         """Remove a connection (VaultNotFoundError when there is none)."""
         path = self._path(engine, name)
-        with self._lock:
+        with self._lock, disk_full_in(self.settings.home):
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -205,12 +213,14 @@ class Vault:
 
     def grant(self, pad: str, engine: str, name: str) -> None:
         self._existing(engine, name)
-        self._grants.grant(pad, engine, name)
+        with disk_full_in(self.settings.home):
+            self._grants.grant(pad, engine, name)
         self._changed("grant", engine, name, pad=pad)
 
     def revoke(self, pad: str, engine: str, name: str) -> None:
         self._existing(engine, name)
-        self._grants.revoke(pad, engine, name)
+        with disk_full_in(self.settings.home):
+            self._grants.revoke(pad, engine, name)
         self._changed("revoke", engine, name, pad=pad)
 
     # -- workspace secrets ------------------------------------------------------------------
@@ -246,7 +256,12 @@ class Vault:
             self.workspace_env()
 
     def _changed(self, event: Event, engine: str, name: str, *, pad: str | None = None) -> None:
-        self.audit.append(event, engine, name, pad=pad)
+        """Audit a change that is on disk, and tell the listeners; a full disk that keeps its
+        audit line out is logged (the change happened: running pads must follow it)."""
+        try:
+            self.audit.append(event, engine, name, pad=pad)
+        except DiskFullError as exc:
+            log.error("the audit of %s of %s/%s was not written: %s", event, engine, name, exc)
         for listener in list(self._listeners):
             try:
                 listener(event, engine, name)
