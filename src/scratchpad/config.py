@@ -94,6 +94,12 @@ class Settings(BaseSettings):
         "system has), off, or require (pads refuse to start without Landlock, or when a "
         "mechanism this system has fails).",
     )
+    namespaces: Literal["auto", "off"] = Field(
+        "auto",
+        description="Namespaces for pads (the home hidden, a private /dev, processes held in a "
+        "PID namespace, another identity under root): auto (where this system allows) or off "
+        "(Landlock alone).",
+    )
     pad_user: str = Field(
         "nobody",
         description="Who pads run as when the server runs as root: a user name or uid[:gid].",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -55,31 +54,36 @@ def refusal(cell_code: str) -> str:
 
 @pytest.fixture
 def without_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A system where pads get Landlock alone (what the probe found, without namespaces)."""
-    monkeypatch.setattr(confinement, "_support", {})
-    probe = confinement._probe
-    monkeypatch.setattr(
-        confinement,
-        "_probe",
-        lambda settings: replace(probe(settings), namespaces=False, identity=None),
-    )
+    """Pads with Landlock alone, as on a system without namespaces."""
+    monkeypatch.setenv("SCRATCHPAD_NAMESPACES", "off")
 
 
 def namespaces_work(settings: Settings) -> bool:
     return confinement.support(settings).namespaces
 
 
+@pytest.fixture(params=[True, False], ids=["home hidden", "home refused"])
+async def hiding_manager(
+    request: pytest.FixtureRequest, settings: Settings, workspace: Path
+) -> AsyncIterator[ScratchpadManager]:
+    """A manager of a bound workspace (its home inside), with namespaces (the home hidden)
+    or with Landlock alone (the home refused)."""
+    if request.param and not namespaces_work(settings):
+        pytest.skip("this system does not let a process mount in a namespace of its own")
+    chosen = settings if request.param else settings.model_copy(update={"namespaces": "off"})
+    manager = ScratchpadManager(workspace=workspace, settings=chosen)
+    yield manager
+    await manager.close_all()
+
+
 @landlock
-@pytest.mark.parametrize("hidden", [True, False], ids=["home hidden", "home refused"])
 async def test_a_cell_cannot_reach_the_home_or_write_outside_the_workspace(
-    manager: ScratchpadManager, tmp_path: Path, hidden: bool, request: pytest.FixtureRequest
+    hiding_manager: ScratchpadManager, tmp_path: Path
 ) -> None:
     """The home inside the workspace (a bound workspace) is hidden where the system allows a
     mount namespace (the pad finds it empty), else refused by Landlock (PermissionError)."""
-    if not hidden:
-        request.getfixturevalue("without_namespaces")
-    elif not namespaces_work(manager.settings):
-        pytest.skip("this system does not let a process mount in a namespace of its own")
+    manager = hiding_manager
+    hidden = confinement.support(manager.settings).namespaces
     home = manager.settings.home
     other = await manager.get_or_create("other")
     await other.execute("x = 1")

@@ -57,12 +57,16 @@ class Support:
         return self.sandbox == "off"
 
 
-_support: dict[tuple[str, str], Support] = {}
+_support: dict[tuple[str, str, str], Support] = {}
+
+
+def _key(settings: Settings) -> tuple[str, str, str]:
+    return (settings.sandbox, settings.namespaces, settings.pad_user)
 
 
 def support(settings: Settings) -> Support:
     """What works here (probed once per process and setting; see the module docstring)."""
-    key = (settings.sandbox, settings.pad_user)
+    key = _key(settings)
     if key not in _support:
         _support[key] = _probe(settings)
     return _support[key]
@@ -79,7 +83,7 @@ def downgrade(settings: Settings, paths: sandboxing.PadPaths, why: str) -> bool:
     if (now.namespaces, now.identity) == (current.namespaces, current.identity):
         return False
     log.warning("pads start with less confinement from now on (%s): %s", _namespaces_line(now), why)
-    _support[(settings.sandbox, settings.pad_user)] = now
+    _support[_key(settings)] = now
     return True
 
 
@@ -90,6 +94,8 @@ def _probe(settings: Settings, paths: sandboxing.PadPaths | None = None) -> Supp
     base = Support(settings.sandbox, abi, namespaces=False)
     if settings.sandbox == "off":
         return base
+    if settings.namespaces == "off":
+        return replace(base, namespaces_note="off (SCRATCHPAD_NAMESPACES=off)")
     identity = pad_identity(settings) if os.geteuid() == 0 else None
     why = _try_launch(settings, identity, paths)
     if why is None:

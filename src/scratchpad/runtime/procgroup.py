@@ -29,6 +29,7 @@ from scratchpad.runtime.proctree import (
     cgroup_oom_kills,
     descendants,
     descendants_async,
+    group_alive,
     is_stray,
     kill,
     kill_tagged,
@@ -209,15 +210,16 @@ class ProcessGroup:
                 kill(pid, signal.SIGKILL)
 
     async def _end_group(self, grace: float) -> None:
-        """What is left of the group after the leader: SIGTERM, then SIGKILL after grace."""
+        """What is left of the group after the leader: SIGTERM, then SIGKILL after grace.
+        Members that are only zombies (orphans waiting for init to reap them) count as gone."""
         if not self.send_signal(signal.SIGTERM):
             return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
         while loop.time() < deadline:
-            await asyncio.sleep(POLL_S)
-            if not self.send_signal(0):
+            if not self.send_signal(0) or not await asyncio.to_thread(group_alive, self.pid):
                 return
+            await asyncio.sleep(POLL_S)
         self.send_signal(signal.SIGKILL)
 
     def close(self) -> None:

@@ -111,6 +111,17 @@ def tree_rss(pid: int) -> int | None:
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
+def group_alive(group: int) -> bool:
+    """Whether a live process (not a zombie) is in process group ``group`` (one scan)."""
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if entry.name.isdigit():
+                stat = _stat_fields(int(entry.name))
+                if stat is not None and stat[0] not in (b"Z", b"X") and int(stat[2]) == group:
+                    return True
+    return False
+
+
 def is_stray(pid: int, group: int) -> bool:
     """A live process (not a zombie) outside ``group``."""
     stat = _stat_fields(pid)
