@@ -25,14 +25,22 @@ def free_port() -> int:
 
 @contextmanager
 def running_server(
-    home: Path, cwd: Path, key: str, env: Mapping[str, str] | None = None
+    home: Path,
+    cwd: Path,
+    key: str,
+    env: Mapping[str, str] | None = None,
+    *,
+    workspace: Path | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """(url, process) of a server whose pads live in ``home`` and run in ``cwd``; ``env``:
-    more variables for it (over this process's)."""
+    """(url, process) of a server started in ``cwd`` whose pads live in ``home``, each
+    working in a directory of its own there; with ``workspace`` bound, they all work in it
+    and the home is ``<workspace>/.scratchpad`` instead. ``env``: more variables for it (over
+    this process's)."""
     port = free_port()
     env = {**os.environ, **(env or {}), "SCRATCHPAD_HOME": str(home), "SCRATCHPAD_API_KEY": key}
+    bound = [] if workspace is None else ["--workspace", str(workspace)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port), *bound],
         env=env,
         cwd=cwd,
         stdout=subprocess.PIPE,

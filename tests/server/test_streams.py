@@ -228,12 +228,11 @@ async def test_a_repeated_request_that_goes_away_does_not_cancel_the_cell(
 
 def test_a_new_server_stops_what_a_killed_one_left_behind(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    (tmp_path / "out").mkdir()  # the server's working directory holds the home: cells may
-    pid_file = tmp_path / "out" / "daemon.pid"  # write in its subdirectories (Trust model)
+    pid_file = home / "workspaces" / "p" / "daemon.pid"  # in the pad's own directory
     code = (
         "import subprocess\n"
         "daemon = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-        f"open({str(pid_file)!r}, 'w').write(str(daemon.pid))"
+        "open('daemon.pid', 'w').write(str(daemon.pid))"
     )
     with running_server(home, tmp_path, KEY) as (url, process):
         answer = httpx.post(

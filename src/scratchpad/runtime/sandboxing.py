@@ -157,12 +157,14 @@ def pad_rules(
 ) -> list[Rule]:
     """Every rule of one pad's kernel (see the module docstring); ``hidden``: the kernel
     hides the home in a mount namespace (see :func:`hide_spec`), so the whole workspace is
-    granted. ``guarded``: more directories kept out of reach like the home, except where
-    they hold the workspace (a credential probe's pads: the server's home holds theirs)."""
+    granted; so is a workspace inside the home (a pad's own, see workdir.py). ``guarded``:
+    more directories kept out of reach like the home, except where they hold the workspace
+    (a credential probe's pads: the server's home holds theirs)."""
     home = _real(home)
     rules = around(Path("/"), [home, *map(_real, guarded)], "ro")
     workspace = _real(workspace)
-    rules += [(str(workspace), "rw")] if hidden else around(workspace, home, "rw")
+    own = home in workspace.parents  # the pad's own directory under the home (workdir.py)
+    rules += [(str(workspace), "rw")] if hidden or own else around(workspace, home, "rw")
     rules += [(str(root / name), "rw") for name in VENV_DIRS if (root / name).exists()]
     rules += [(str(root / name), "ro") for name in VENV_READ_ONLY]
     rules += [(str(tmp), "rw"), ("/dev", "rw")]
