@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from scratchpad.isolation import cli_command
 
 
 def free_port() -> int:
@@ -32,15 +33,15 @@ def running_server(
     *,
     workspace: Path | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """(url, process) of a server started in ``cwd`` whose pads live in ``home``, each
-    working in a directory of its own there; with ``workspace`` bound, they all work in it
-    and the home is ``<workspace>/.scratchpad`` instead. ``env``: more variables for it (over
-    this process's)."""
+    """(url, process) of a server started (isolated, as ours are) in ``cwd`` whose pads live
+    in ``home``, each working in a directory of its own there; with ``workspace`` bound, they
+    all work in it and the home is ``<workspace>/.scratchpad`` instead. ``env``: more
+    variables for it (over this process's)."""
     port = free_port()
     env = {**os.environ, **(env or {}), "SCRATCHPAD_HOME": str(home), "SCRATCHPAD_API_KEY": key}
     bound = [] if workspace is None else ["--workspace", str(workspace)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port), *bound],
+        cli_command("serve", "--port", str(port), *bound),
         env=env,
         cwd=cwd,
         stdout=subprocess.PIPE,

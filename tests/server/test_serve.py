@@ -9,7 +9,6 @@ import socket
 import sqlite3
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import httpx
 import pytest
 
 from scratchpad.errors import ConfigError
+from scratchpad.isolation import cli_command
 from scratchpad.server.serve import listen
 from tests.process_helpers import process_gone
 from tests.server_helpers import running_server
@@ -66,7 +66,7 @@ def test_binding_beyond_loopback_needs_a_configured_key(tmp_path: Path) -> None:
     env = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "home")}
     env.pop("SCRATCHPAD_API_KEY", None)
     done = subprocess.run(
-        [sys.executable, "-m", "scratchpad.cli", "serve", "--host", "0.0.0.0", "--port", "9"],
+        cli_command("serve", "--host", "0.0.0.0", "--port", "9"),
         env=env,
         capture_output=True,
         text=True,
@@ -159,7 +159,7 @@ def test_the_banner_says_which_home_it_serves_and_where_pads_work(
 def test_a_workspace_that_is_no_directory_is_refused_in_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "home")}
     done = subprocess.run(
-        [sys.executable, "-m", "scratchpad.cli", "serve", "--workspace", str(tmp_path / "missing")],
+        cli_command("serve", "--workspace", str(tmp_path / "missing")),
         env=env,
         capture_output=True,
         text=True,

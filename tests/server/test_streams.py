@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import aiohttp
 import httpx
 import pytest
 
+from scratchpad.isolation import cli_command
 from tests.process_helpers import process_gone
 from tests.server_helpers import free_port, running_server, wait_healthy
 
@@ -165,7 +165,7 @@ def test_kernels_die_with_a_killed_server(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "home"), "SCRATCHPAD_API_KEY": KEY}
     process = subprocess.Popen(
-        [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)],
+        cli_command("serve", "--port", str(port)),
         env=env,
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,

@@ -40,6 +40,9 @@ PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CREATE_TIMEOUT_S = 60.0
 OUTPUT_CAP = 64 * 1024  # characters of an installer's output kept (head and tail)
 SANDBOX_SCRIPT = str(Path(__file__).parent / "inkernel" / "sandbox.py")
+# uv reads uv.toml / pyproject.toml in its working directory and every parent: it runs from
+# the root, where no pad writes (a server's own directory may be a pad's workspace).
+TOOL_CWD = Path("/")
 Confine = tuple[int | None, dict[str, str]] | None  # (ruleset fd, environment) of a pad
 
 
@@ -260,7 +263,7 @@ async def run_tool(
         fds = (ruleset,)
     try:
         result = await procgroup.run(
-            argv, timeout=timeout, env=env, output_cap_chars=OUTPUT_CAP, pass_fds=fds
+            argv, timeout=timeout, cwd=TOOL_CWD, env=env, output_cap_chars=OUTPUT_CAP, pass_fds=fds
         )
     except OSError as exc:
         return 127, str(exc)
