@@ -23,7 +23,6 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -36,6 +35,7 @@ import httpx
 
 from runtime import tree_rss_mib  # bench/runtime.py: this script's directory is on sys.path
 from scratchpad.config import Settings
+from scratchpad.isolation import cli_command
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
@@ -104,7 +104,7 @@ def server(home: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     home.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = {**os.environ, "SCRATCHPAD_HOME": str(home), "SCRATCHPAD_API_KEY": KEY}
-    command = [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)]
+    command = cli_command("serve", "--port", str(port))
     process = subprocess.Popen(command, env=env, cwd=home, stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

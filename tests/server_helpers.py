@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -16,6 +15,8 @@ from typing import Any
 
 import httpx
 
+from scratchpad.isolation import cli_command
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -25,14 +26,22 @@ def free_port() -> int:
 
 @contextmanager
 def running_server(
-    home: Path, cwd: Path, key: str, env: Mapping[str, str] | None = None
+    home: Path,
+    cwd: Path,
+    key: str,
+    env: Mapping[str, str] | None = None,
+    *,
+    workspace: Path | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """(url, process) of a server whose pads live in ``home`` and run in ``cwd``; ``env``:
-    more variables for it (over this process's)."""
+    """(url, process) of a server started (isolated, as ours are) in ``cwd`` whose pads live
+    in ``home``, each working in a directory of its own there; with ``workspace`` bound, they
+    all work in it and the home is ``<workspace>/.scratchpad`` instead. ``env``: more
+    variables for it (over this process's)."""
     port = free_port()
     env = {**os.environ, **(env or {}), "SCRATCHPAD_HOME": str(home), "SCRATCHPAD_API_KEY": key}
+    bound = [] if workspace is None else ["--workspace", str(workspace)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)],
+        cli_command("serve", "--port", str(port), *bound),
         env=env,
         cwd=cwd,
         stdout=subprocess.PIPE,

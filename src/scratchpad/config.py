@@ -231,10 +231,12 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("home", mode="after")
+    @field_validator("home", "observations_db", mode="after")
     @classmethod
-    def _expand_home(cls, value: Path) -> Path:
-        return value.expanduser()
+    def _absolute(cls, value: Path | None) -> Path | None:
+        """Paths made absolute at once: a process started elsewhere (the background server
+        runs from the home) reads the same files."""
+        return None if value is None else value.expanduser().absolute()
 
     @classmethod
     def load(cls, **overrides: object) -> Settings:

@@ -69,6 +69,8 @@ def test_two_exec_calls_share_variables_through_a_background_server(hermetic_env
     assert second.stdout.splitlines()[0] == "1"
     record = read_record(Settings(home=hermetic_env))
     assert record is not None
+    assert f"started a pad server for {hermetic_env} at {record.url}" in first.stderr
+    assert "started a pad server" not in second.stderr  # it was running: nothing to say
     assert_private(hermetic_env)
     status = scratchpad("server", "status")
     assert status.returncode == 0 and f"pid {record.pid}" in status.stdout
@@ -207,6 +209,7 @@ def test_the_part_of_a_stream_past_the_streamed_head_is_shown_once() -> None:
         "print('b' * 50_000)\n"  # past the 32 KiB head, within the cap: nothing dropped
         "_ = sys.stderr.write('c' * 200_000 + '\\n')\n"  # past the cap: the middle is dropped
     )
+    assert scratchpad("server", "start", env=env).returncode == 0  # its notice is not the cell's
     done = scratchpad("exec", "p", code, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "once\n" + "b" * 50_000 + "\n"

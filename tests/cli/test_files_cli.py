@@ -19,12 +19,12 @@ KEY = "files-cli-key"
 
 @pytest.fixture
 def served(hermetic_env: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A server for the test's home whose pads run in the directory that holds the home (as
-    plain ``scratchpad serve`` in a project does); pad 'main' on disk."""
+    """A server for the test's home, pad 'main' on disk (stopped); its own directory, where
+    its files are, is made by the server when first needed."""
     monkeypatch.setenv("SCRATCHPAD_API_KEY", KEY)
     (hermetic_env / "pads" / "main").mkdir(parents=True)
     with running_server(hermetic_env, hermetic_env.parent, KEY):
-        yield hermetic_env.parent
+        yield hermetic_env / "workspaces" / "main"
 
 
 def test_put_ls_get_rm(served: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,12 +54,14 @@ def test_put_ls_get_rm(served: Path, tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert not (served / "out" / "report.csv").exists()
 
 
-def test_errors_are_one_line(served: Path) -> None:
-    (served / "home" / "vault.key").write_text("HOME-CONTENT")
+def test_errors_are_one_line(served: Path, hermetic_env: Path) -> None:
+    (hermetic_env / "vault.key").write_text("HOME-CONTENT")
+    served.mkdir(parents=True)
+    (served / "home").symlink_to(hermetic_env)  # a cell's link to the home around it
     for args, says in [
         (["get", "main", "../secret"], "holds '..'"),
-        (["get", "main", "home/vault.key"], "Scratchpad home"),
-        (["ls", "main", "home"], "Scratchpad home"),
+        (["get", "main", "home/vault.key"], "leads outside the workspace"),
+        (["ls", "main", "home"], "leads outside the workspace"),
         (["get", "main", "missing.txt"], "no file 'missing.txt'"),
         (["ls", "nobody"], "no pad named 'nobody'"),
         (["rm", "main", "missing.txt"], "no 'missing.txt'"),

@@ -33,7 +33,8 @@ async def backend(
     if runtime_kind == "local":
         yield manager
         return
-    with running_server(tmp_path / "server-home", workspace, REMOTE_KEY) as (url, _):
+    home = tmp_path / "server-home"  # bound, as the local manager is: its home is in there
+    with running_server(home, tmp_path, REMOTE_KEY, workspace=workspace) as (url, _):
         remote_settings = manager.settings.model_copy(
             update={"backend": "remote", "remote_url": url, "remote_api_key": REMOTE_KEY}
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import os
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from scratchpad.cli.background import stop
 from scratchpad.config import Settings
+from scratchpad.isolation import cli_command
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
@@ -138,9 +138,8 @@ async def test_large_output_is_saved_and_read_back_with_read_observation(
 async def test_stdio_transport_uses_the_pads_of_the_home_server(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home")
     env = {**os.environ, "SCRATCHPAD_HOME": str(settings.home)}
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "scratchpad.cli", "mcp"], env=env, cwd=tmp_path
-    )
+    command = cli_command("mcp")
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=tmp_path)
     try:
         async with Client(params) as client:
             await keeps_state_reports_errors_and_shows_images(client)

@@ -9,7 +9,6 @@ import socket
 import sqlite3
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import httpx
 import pytest
 
 from scratchpad.errors import ConfigError
+from scratchpad.isolation import cli_command
 from scratchpad.server.serve import listen
 from tests.process_helpers import process_gone
 from tests.server_helpers import running_server
@@ -66,7 +66,7 @@ def test_binding_beyond_loopback_needs_a_configured_key(tmp_path: Path) -> None:
     env = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "home")}
     env.pop("SCRATCHPAD_API_KEY", None)
     done = subprocess.run(
-        [sys.executable, "-m", "scratchpad.cli", "serve", "--host", "0.0.0.0", "--port", "9"],
+        cli_command("serve", "--host", "0.0.0.0", "--port", "9"),
         env=env,
         capture_output=True,
         text=True,
@@ -129,3 +129,41 @@ def test_serve_makes_an_older_home_private(tmp_path: Path) -> None:
         modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in home.glob("observations.db*")}
         assert set(modes) == {"observations.db", "observations.db-wal", "observations.db-shm"}
         assert modes == dict.fromkeys(modes, 0o600)
+
+
+@pytest.mark.parametrize("bound", [False, True], ids=["own directories", "bound workspace"])
+def test_the_banner_says_which_home_it_serves_and_where_pads_work(
+    tmp_path: Path, bound: bool
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    home, workspace = tmp_path / "home", project if bound else None
+    with running_server(home, tmp_path, KEY, workspace=workspace) as (url, process):
+        assert process.stdout is not None
+        banner = [process.stdout.readline().strip() for _ in range(2)]
+        answer = httpx.post(
+            f"{url}/scratchpad/execute-stream",
+            headers={"Authorization": f"Bearer {KEY}"},
+            json={"name": "p", "code": "import os\nos.getcwd()"},
+            timeout=60,
+        )
+    if bound:
+        assert banner[1] == f"home:    {project}/.scratchpad (pads work in {project})"
+        assert f'"result": {json.dumps(repr(str(project)))}' in answer.text
+    else:
+        assert banner[1] == f"home:    {home} (pads work in {home}/workspaces/<pad>)"
+        own = home / "workspaces" / "p"
+        assert f'"result": {json.dumps(repr(str(own)))}' in answer.text
+
+
+def test_a_workspace_that_is_no_directory_is_refused_in_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        cli_command("serve", "--workspace", str(tmp_path / "missing")),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "does not exist" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import aiohttp
 import httpx
 import pytest
 
+from scratchpad.isolation import cli_command
 from tests.process_helpers import process_gone
 from tests.server_helpers import free_port, running_server, wait_healthy
 
@@ -165,7 +165,7 @@ def test_kernels_die_with_a_killed_server(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "home"), "SCRATCHPAD_API_KEY": KEY}
     process = subprocess.Popen(
-        [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)],
+        cli_command("serve", "--port", str(port)),
         env=env,
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
@@ -228,12 +228,11 @@ async def test_a_repeated_request_that_goes_away_does_not_cancel_the_cell(
 
 def test_a_new_server_stops_what_a_killed_one_left_behind(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    (tmp_path / "out").mkdir()  # the server's working directory holds the home: cells may
-    pid_file = tmp_path / "out" / "daemon.pid"  # write in its subdirectories (Trust model)
+    pid_file = home / "workspaces" / "p" / "daemon.pid"  # in the pad's own directory
     code = (
         "import subprocess\n"
         "daemon = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-        f"open({str(pid_file)!r}, 'w').write(str(daemon.pid))"
+        "open('daemon.pid', 'w').write(str(daemon.pid))"
     )
     with running_server(home, tmp_path, KEY) as (url, process):
         answer = httpx.post(

@@ -388,12 +388,22 @@ def serve(
     port: Annotated[
         int, typer.Option(callback=check_port, help="Port to listen on, 0-65535 (0: any free).")
     ] = 8765,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            exists=True,
+            file_okay=False,
+            help="Bind a workspace: every pad works in DIR, the home is DIR/.scratchpad "
+            "(default: each pad in a directory of its own under the home).",
+        ),
+    ] = None,
 ) -> None:
     """Serve pads over HTTP (the remote-backend protocol and /v1 read endpoints)."""
     from scratchpad.server.serve import serve as run_server
 
     try:
-        asyncio.run(run_server(host, port))
+        asyncio.run(run_server(host, port, workspace=workspace))
     except ScratchpadError as exc:
         fail(str(exc))
         raise typer.Exit(2) from None

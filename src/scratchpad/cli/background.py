@@ -9,16 +9,17 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
 
+from scratchpad.cli.output import err_console, shown
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, ScratchpadError, error_from_http
 from scratchpad.fsutil import open_private_append
+from scratchpad.isolation import cli_command
 from scratchpad.server.auth import resolve_api_key
 from scratchpad.server.state import (
     DEFAULT_HOST,
@@ -53,6 +54,7 @@ def endpoint(settings: Settings) -> Endpoint:
             record = _answering(settings, key, wait_s=START_TIMEOUT_S)
             if record is None:
                 record = start_background(settings)
+                _announce(settings, record)
     return Endpoint(record.url, key)
 
 
@@ -103,12 +105,16 @@ def stop(settings: Settings) -> ServerRecord | None:
 
 
 def _start(settings: Settings, port: int) -> ServerRecord:
+    """``scratchpad serve`` isolated from the caller's directory (see isolation.py): run
+    with ``-P`` from the home, which no pad writes."""
     log = log_path(settings)
-    command = [sys.executable, "-m", "scratchpad.cli", "serve", "--port", str(port)]
-    env = {**os.environ, "SCRATCHPAD_HOME": str(settings.home)}
+    env = {**os.environ, "SCRATCHPAD_HOME": str(settings.home)}  # absolute (see Settings)
+    if settings.observations_db is not None:
+        env["SCRATCHPAD_OBSERVATIONS_DB"] = str(settings.observations_db)
     with open_private_append(log) as output:
         process = subprocess.Popen(
-            command,
+            cli_command("serve", "--port", str(port)),
+            cwd=settings.home,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=output,
@@ -138,6 +144,15 @@ def _wait_started(
             return record
         time.sleep(0.05)
     raise ScratchpadError(f"the background server did not answer within {START_TIMEOUT_S:g}s")
+
+
+def _announce(settings: Settings, record: ServerRecord) -> None:
+    """Say on stderr (stdout may be an MCP channel) which server now runs, for which home."""
+    err_console.print(
+        f"[dim]started a pad server for {shown(settings.home)} at {shown(record.url)} "
+        f"(pid {record.pid}; log: {shown(log_path(settings))}; "
+        "stop it with `scratchpad server stop`)[/dim]"
+    )
 
 
 def _kill(settings: Settings, process: subprocess.Popen[bytes]) -> None:

@@ -75,8 +75,11 @@ class Workspace:
 
     @classmethod
     def of(cls, root: Path, hidden: Iterable[Path] = ()) -> Workspace:
+        """``hidden`` directories that hold ``root`` (the home around a pad's own directory)
+        hide nothing more than the root's bounds already do, so they are left out."""
+        top = Path(os.path.realpath(root))
         real = [Path(os.path.realpath(path)) for path in hidden]
-        return cls(Path(os.path.realpath(root)), tuple(real))
+        return cls(top, tuple(home for home in real if not _within(top, home)))
 
     # -- where a path leads -------------------------------------------------------------------
     def locate(self, rel: str) -> Path:

@@ -27,7 +27,7 @@ from scratchpad.errors import (
 )
 from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
-from scratchpad.runtime import venv
+from scratchpad.runtime import venv, workdir
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem, new_cell_id
 from scratchpad.runtime.cellqueue import CellQueue, Ticket
@@ -51,7 +51,9 @@ DISK_MEASURE_S = 1.0  # the pad's files are measured at most this often after ce
 
 
 class LocalRuntime(ScratchpadRuntime):
-    """One pad: venv at ``root``, kernel started in ``cwd``; cells run one at a time."""
+    """One pad: venv at ``root``, kernel started in ``cwd``; cells run one at a time.
+    ``own_cwd``: ``cwd`` is the pad's own (workdir.py), made before each kernel start and
+    removed with the pad."""
 
     def __init__(
         self,
@@ -59,6 +61,7 @@ class LocalRuntime(ScratchpadRuntime):
         *,
         root: Path,
         cwd: Path,
+        own_cwd: bool = False,
         settings: Settings,
         worker: Path = WORKER_PATH,
         secret_env: SecretEnv | None = None,
@@ -67,6 +70,7 @@ class LocalRuntime(ScratchpadRuntime):
         super().__init__(name, compact_keep=settings.compact_keep_cells)
         self.root = root
         self.cwd = cwd
+        self.own_cwd = own_cwd
         self.settings = settings
         self._kernel: KernelProcess | None = None
         self._queue = CellQueue()
@@ -196,6 +200,8 @@ class LocalRuntime(ScratchpadRuntime):
     async def cleanup(self) -> None:
         await self.close(reason="the pad was removed")
         self._destroyed = True
+        if self.own_cwd:  # first: a removal stopped half-way leaves a pad, not its files
+            await workdir.remove(self.cwd)
         await venv.remove(self.root)
         self.watch.status(self, "removed")
 
@@ -533,6 +539,7 @@ class LocalRuntime(ScratchpadRuntime):
         attempts = self.settings.venv_create_attempts
         last_error = ""
         self._death_reported = False
+        await asyncio.to_thread(self.ensure_cwd)  # the kernel starts in it
         for attempt in range(attempts):
             if rebuild or attempt or not venv.is_reusable(self.root):
                 with disk_full_in(self.settings.home):
@@ -581,6 +588,10 @@ class LocalRuntime(ScratchpadRuntime):
         code = await asyncio.shield(kernel.stop(grace=self.settings.interrupt_grace_s))
         await self._launcher.stopped()
         return code
+
+    def ensure_cwd(self) -> Path:
+        """The kernel's working directory; the pad's own is made when missing (blocks)."""
+        return workdir.ensure(self.cwd) if self.own_cwd else self.cwd
 
     async def update_secrets(self, env: dict[str, str]) -> dict[str, str | None]:
         """Rotation: make a running kernel's vault variables ``env`` without a restart (sent

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidPadNameError, PadError, PadNotFoundError
-from scratchpad.runtime import venv
+from scratchpad.runtime import venv, workdir
 from scratchpad.runtime.base import CLOSED, RuntimeFactory, ScratchpadRuntime
 from scratchpad.runtime.cellqueue import remember
 from scratchpad.runtime.local import LocalRuntime
-from scratchpad.runtime.names import dir_name, is_pad_dir_name, validate_pad_name
+from scratchpad.runtime.names import dir_in, dir_name, is_pad_dir_name, validate_pad_name
 from scratchpad.runtime.padinfo import HistoryCounts, PadInfo, describe_running
 from scratchpad.runtime.watch import PadWatch, PadWatches
 from scratchpad.vault.rescrub import RescrubReport, rescrub_home, rescrub_lines
@@ -43,31 +43,35 @@ def pads_dir(settings: Settings) -> Path:
 
 def pad_root(settings: Settings, name: str) -> Path:
     """The directory of pad ``name`` (see names.dir_name: never outside ``pads/``)."""
-    parent = pads_dir(settings)
-    root = parent / dir_name(name)
-    if root.parent != parent or root.name in ("", ".", ".."):  # by construction; checked
-        raise InvalidPadNameError(f"pad name {name!r} does not map into {parent}")
-    return root
+    return dir_in(pads_dir(settings), name)
 
 
 def local_factory(
     settings: Settings,
-    cwd: Path,
+    cwd: Path | None,
     secrets: Callable[[str], dict[str, str]] | None = None,
     guarded: tuple[Path, ...] = (),
 ) -> RuntimeFactory:
-    """The default backend: a venv under ``<home>/pads/<dir>`` and a kernel in ``cwd``;
+    """The default backend: a venv under ``<home>/pads/<dir>`` and a kernel in ``cwd``, shared
+    by every pad; without one, each pad in its own ``<home>/workspaces/<dir>`` (workdir.py).
     ``secrets(name)`` gives a pad's vault variables at each kernel start; ``guarded``
     directories stay out of the kernels' reach like the home."""
 
     def build(name: str) -> ScratchpadRuntime:
         secret_env = (lambda: secrets(name)) if secrets is not None else None
         root = pad_root(settings, name)
+        where = cwd if cwd is not None else workdir.pad_workdir(settings.home, name)
         return LocalRuntime(
-            name, root=root, cwd=cwd, settings=settings, secret_env=secret_env, guarded=guarded
-        )
+            name, root=root, cwd=where, own_cwd=cwd is None, settings=settings,
+            secret_env=secret_env, guarded=guarded,
+        )  # fmt: skip
 
     return build
+
+
+def bound_settings(settings: Settings, workspace: Path) -> Settings:
+    """``settings`` for a bound ``workspace``: its home is ``<workspace>/.scratchpad``."""
+    return settings.with_home(workspace / ".scratchpad")
 
 
 def remote_factory(settings: Settings) -> RuntimeFactory:
@@ -104,7 +108,8 @@ class ScratchpadManager:
 
     With a ``workspace``, pads live under ``<workspace>/.scratchpad/`` and kernels run with
     the workspace as their working directory; without one, under the home directory
-    (``SCRATCHPAD_HOME``) in the current directory.
+    (``SCRATCHPAD_HOME``), each pad in a directory of its own (``<home>/workspaces/<dir>``):
+    the current directory is never a pad's by accident.
 
     ``vault`` (default: the home's, opened on first use) gives local pads their credentials;
     a change to it reaches running pads without a restart (see :meth:`refresh_secrets`).
@@ -119,13 +124,9 @@ class ScratchpadManager:
         vault: Vault | None = None,
     ) -> None:
         settings = settings or Settings.load()
-        if workspace is not None:
-            self.workspace: Path | None = Path(workspace).resolve()
-            settings = settings.with_home(self.workspace / ".scratchpad")
-            cwd = self.workspace
-        else:
-            self.workspace = None
-            cwd = Path.cwd()
+        self.workspace = None if workspace is None else Path(workspace).resolve()
+        if self.workspace is not None:
+            settings = bound_settings(settings, self.workspace)
         self.settings = settings
         register_process_secrets(settings)
         if runtime_factory is None:
@@ -133,7 +134,7 @@ class ScratchpadManager:
             runtime_factory = (
                 remote_factory(settings)
                 if remote
-                else local_factory(settings, cwd, secrets=self.pad_secret_env)
+                else local_factory(settings, self.workspace, secrets=self.pad_secret_env)
             )
         self._factory = runtime_factory
         self._vault = vault
@@ -232,7 +233,8 @@ class ScratchpadManager:
 
     def workspace_of(self, name: str) -> Path:
         """The directory pad ``name``'s kernel runs in (its files' root), for a pad that runs
-        or exists on disk; a manager of remote pads has no files here (PadError)."""
+        or exists on disk (a pad's own directory is made if missing: it blocks on the disk);
+        a manager of remote pads has no files here (PadError)."""
         if self.settings.backend != "local":
             raise PadError(
                 f"pad {name!r} runs on {self.settings.remote_url}: its files are reachable "
@@ -241,7 +243,7 @@ class ScratchpadManager:
         pad = self.peek(name)
         if not isinstance(pad, LocalRuntime):
             raise PadError(f"pad {name!r} is not a local pad; its files are not reachable here")
-        return pad.cwd
+        return pad.ensure_cwd()
 
     def names(self) -> list[str]:
         """Names of the running pads."""

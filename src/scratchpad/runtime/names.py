@@ -5,7 +5,8 @@ picks names: ``'my pad'``, ``'données'``, ``'data/analysis'``). Its directory u
 the name itself when the name is plain (``SAFE_NAME``), else a slug plus ``+`` and a short hash
 of the name: ``+`` never occurs in a plain name, so two names never share a directory, and no
 name can reach outside ``pads/`` by construction. The real name is kept in ``pad.json`` beside
-the venv, so listing the directory gives the names back.
+the venv, so listing the directory gives the names back. A pad's own working directory (see
+workdir.py) takes the same name under ``workspaces/``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from pathlib import Path
 from urllib.parse import quote
 
 from scratchpad.errors import InvalidPadNameError
@@ -53,6 +55,15 @@ def dir_name(name: str) -> str:
     slug = _UNSAFE_RUN.sub("-", ascii_name).strip("-.")[:40]
     digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:12]
     return f"{slug}+{digest}"
+
+
+def dir_in(parent: Path, name: str) -> Path:
+    """Pad ``name``'s directory in ``parent`` (``pads/``, ``workspaces/``): never outside it,
+    by construction, and checked."""
+    path = parent / dir_name(name)
+    if path.parent != parent or path.name in ("", ".", ".."):
+        raise InvalidPadNameError(f"pad name {name!r} does not map into {parent}")
+    return path
 
 
 def is_pad_dir_name(entry: str) -> bool:

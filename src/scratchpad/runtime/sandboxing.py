@@ -199,10 +199,13 @@ def pad_rules(paths: PadPaths, *, namespaces: bool) -> list[Rule]:
     if namespaces:
         return [("/", "ro"), *paths.granted(), ("/dev", "rw")]
     hidden = paths.hidden()
-    workspace = _real(paths.workspace)
-    kept = [*hidden, *(path for path in paths.server if _holds(workspace, path))]
+    workspace, home = _real(paths.workspace), _real(paths.home)
     rules = around(Path("/"), [*hidden, Path("/dev")], "ro")
-    rules += around(workspace, kept, "rw")
+    if _holds(home, workspace):  # the pad's own directory under the home (workdir.py)
+        rules.append((str(workspace), "rw"))
+    else:
+        kept = [home, *(path for path in paths.server if _holds(workspace, path))]
+        rules += around(workspace, kept, "rw")
     rules += [(path, mode) for path, mode in paths.granted() if path != str(workspace)]
     return rules + [(f"/dev/{name}", "rw") for name in HARMLESS_DEVICES]
 

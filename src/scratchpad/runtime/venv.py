@@ -44,6 +44,9 @@ KEEP_ON_REBUILD = ("requirements.txt", "history.jsonl", NAME_FILE)
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CREATE_TIMEOUT_S = 60.0
 OUTPUT_CAP = 64 * 1024  # characters of an installer's output kept (head and tail)
+# uv reads uv.toml / pyproject.toml in its working directory and every parent: it runs from
+# the root, where no pad writes (a server's own directory may be a pad's workspace).
+TOOL_CWD = Path("/")
 # How a pad's helper program runs: its argv wrapped by the pad's launcher, and its environment.
 Confine = tuple[Callable[[list[str]], list[str]], dict[str, str]] | None
 
@@ -339,7 +342,9 @@ async def run_tool(
     if wrap is not None:
         argv = wrap(argv)
     try:
-        result = await procgroup.run(argv, timeout=timeout, env=env, output_cap_chars=OUTPUT_CAP)
+        result = await procgroup.run(
+            argv, timeout=timeout, cwd=TOOL_CWD, env=env, output_cap_chars=OUTPUT_CAP
+        )
     except OSError as exc:
         return 127, str(exc)
     code = None if result.timed_out else result.returncode

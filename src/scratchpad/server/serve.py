@@ -7,6 +7,7 @@ import asyncio
 import ipaddress
 import os
 import socket
+from pathlib import Path
 
 import uvicorn
 
@@ -15,8 +16,8 @@ from scratchpad.connect.probe import clear_stale_probes, stop_probes
 from scratchpad.errors import ConfigError
 from scratchpad.fsutil import private_dir
 from scratchpad.observations.store import ObservationStore
-from scratchpad.runtime import confinement
-from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime import confinement, workdir
+from scratchpad.runtime.manager import ScratchpadManager, bound_settings
 from scratchpad.runtime.proctree import kill_orphans
 from scratchpad.server.app import create_app
 from scratchpad.server.auth import key_path, resolve_api_key
@@ -53,18 +54,26 @@ def check_binding(host: str, settings: Settings) -> None:
         )
 
 
-def banner(host: str, port: int, settings: Settings, login: str | None = None) -> str:
+def banner(
+    host: str,
+    port: int,
+    settings: Settings,
+    login: str | None = None,
+    workspace: Path | None = None,
+) -> str:
     url = origin_of(host, port)
     where = "SCRATCHPAD_API_KEY" if settings.api_key else str(key_path(settings))
+    pads = workspace if workspace is not None else workdir.workspaces_dir(settings.home) / "<pad>"
     lines = [
         f"Scratchpad serving on {url}",
+        f"  home:    {settings.home} (pads work in {pads})",
         f"  API key: {where}",
         f"  MCP:     {url}/mcp (streamable HTTP, same key)",
         f"  health:  {url}/healthz   API docs: {url}/docs",
     ]
     if login:
         note = "(works once, for 10 minutes; `scratchpad login` makes more)"
-        lines[2:2] = [f"  web UI:  {login}", f"           {note}"]
+        lines[3:3] = [f"  web UI:  {login}", f"           {note}"]
     return "\n".join([*lines, *confinement.warnings(settings)])
 
 
@@ -91,11 +100,17 @@ def listen(host: str, port: int) -> socket.socket:
         ) from None
 
 
-async def serve(host: str, port: int, settings: Settings | None = None) -> None:
+async def serve(
+    host: str, port: int, settings: Settings | None = None, workspace: Path | None = None
+) -> None:
     """Serve until SIGINT/SIGTERM: one server per home (its serving lock, the home made
     0700), recorded in ``<home>/server.json`` once it listens; shutdown closes every pad
-    (venvs are kept)."""
+    (venvs are kept). With a bound ``workspace`` every pad works in it and the home is
+    ``<workspace>/.scratchpad``; without one each pad works in a directory of its own."""
     settings = settings or Settings.load()
+    if workspace is not None:
+        workspace = workspace.resolve()
+        settings = bound_settings(settings, workspace)
     check_binding(host, settings)
     scrub_logs()
     private_dir(settings.home, tighten=True)  # a home made before it had to be 0700
@@ -108,19 +123,21 @@ async def serve(host: str, port: int, settings: Settings | None = None) -> None:
             "`scratchpad server stop`, or set SCRATCHPAD_HOME elsewhere"
         )
     try:
-        await _serve_locked(host, listen(host, port), settings)
+        await _serve_locked(host, listen(host, port), settings, workspace)
     finally:
         lock.release()
 
 
-async def _serve_locked(host: str, sock: socket.socket, settings: Settings) -> None:
+async def _serve_locked(
+    host: str, sock: socket.socket, settings: Settings, workspace: Path | None
+) -> None:
     port = sock.getsockname()[1]
     api_key = resolve_api_key(settings)
     leftovers = await kill_orphans(str(settings.home))
     if leftovers:
         print(f"stopped {leftovers} process(es) left by a server of this home that was killed")
     await asyncio.to_thread(clear_stale_probes, settings.home)  # with credentials they held
-    manager = ScratchpadManager(settings=settings)
+    manager = ScratchpadManager(workspace, settings=settings)
     pid = os.getpid()
     write_record(settings, ServerRecord(pid=pid, host=host, port=port))
     try:
@@ -132,7 +149,7 @@ async def _serve_locked(host: str, sock: socket.socket, settings: Settings) -> N
                 store=store,
                 on_shutdown=lambda: clear_record(settings, pid),  # before uvicorn re-raises
             )
-            print(banner(host, port, settings, login_link(app)), flush=True)
+            print(banner(host, port, settings, login_link(app), workspace), flush=True)
             config = uvicorn.Config(
                 app,
                 host=host,

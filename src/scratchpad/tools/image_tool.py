@@ -8,6 +8,7 @@ from typing import Any
 
 from scratchpad.errors import InvalidInputError
 from scratchpad.llm.messages import ImageBlock, TextBlock
+from scratchpad.runtime.files import Workspace, clean_path, workspace
 from scratchpad.tools.base import ToolDef
 from scratchpad.tools.cell_result import image_blocks
 from scratchpad.tools.context import ToolSessionContext
@@ -18,15 +19,23 @@ SIGNATURES = {b"\x89PNG\r\n\x1a\n": "image/png", b"\xff\xd8\xff": "image/jpeg"}
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "path": {"type": "string", "description": "A PNG or JPEG file."},
-        "pad": {"type": "string", "description": "Or: a pad whose cell made an image."},
+        "path": {
+            "type": "string",
+            "description": "A PNG or JPEG file: absolute, or relative to `pad`'s directory.",
+        },
+        "pad": {
+            "type": "string",
+            "description": "The pad whose directory a relative `path` is in; without `path`, "
+            "a pad whose cell made an image.",
+        },
         "cell": {"type": "integer", "description": "Cell index in the pad (default -1, last)."},
         "output": {"type": "integer", "description": "Which image of that cell (default 0)."},
     },
 }
 DESCRIPTION = (
-    "Look at an image: a PNG/JPEG file by `path`, or an image a pad's cell produced (`pad`, "
-    "optional `cell` index, default the last cell)."
+    "Look at an image: a PNG/JPEG file by `path` (a relative one in `pad`'s working "
+    "directory), or an image a pad's cell produced (`pad`, optional `cell` index, default the "
+    "last cell)."
 )
 
 
@@ -39,12 +48,28 @@ async def handle_read_image(
 ) -> list[TextBlock | ImageBlock]:
     if tool_input.get("path"):
         path = Path(str(tool_input["path"])).expanduser()
-        if not path.is_absolute():  # relative to where the pads run, like the cells' paths
-            path = (context.manager.workspace or Path.cwd()) / path
+        if not path.is_absolute():  # where the pad's cells find it
+            path = _in_working_directory(context, str(tool_input["path"]), tool_input.get("pad"))
         return _from_file(path)
     if tool_input.get("pad"):
         return _from_pad(context, str(tool_input["pad"]), tool_input)
     raise InvalidInputError("give `path` (a PNG/JPEG file) or `pad` (a pad with an image output)")
+
+
+def _in_working_directory(context: ToolSessionContext, rel: str, pad: object) -> Path:
+    """A relative path in ``pad``'s working directory (the bound workspace needs no pad),
+    checked as the files API checks it: no way out, nothing of the home."""
+    manager = context.manager
+    if pad:
+        files = workspace(manager, str(pad))
+    elif manager.workspace is not None:
+        files = Workspace.of(manager.workspace, hidden=(manager.settings.home,))
+    else:
+        raise InvalidInputError(
+            f"{rel!r} is a relative path: give `pad` too (each pad has a directory of its own) "
+            "or an absolute path"
+        )
+    return files.locate(clean_path(rel))
 
 
 def _from_file(path: Path) -> list[TextBlock | ImageBlock]:
