@@ -3,9 +3,10 @@
 On by default, for the whole process tree of a pad (its kernel, what its cells start):
 
 - **memory**: half of this machine's memory unless set (``SCRATCHPAD_PAD_MEMORY_MB``); a
-  watchdog thread sums the resident memory of each pad's processes every ~100 ms and stops a
-  pad past its limit (its cell is told: "out of memory: the pad used N MiB of its M MiB
-  limit"). No cgroup is needed, so it works for every user;
+  watchdog thread sums the resident memory of each pad's processes every ~100 ms while a cell
+  runs (every second between cells) and stops a pad past its limit (its cell is told: "out
+  of memory: the pad used N MiB of its M MiB limit"). No cgroup is needed: it works for every
+  user;
 - **processes**: 512 (``SCRATCHPAD_PAD_PROCESSES``), as ``RLIMIT_NPROC`` in the pad's own
   user namespace (where namespaces work: counted for the pad alone), else by the watchdog;
 - **CPU**: a weight (``SCRATCHPAD_PAD_CPU_WEIGHT``, 100 = the server's), applied as a nice
@@ -35,7 +36,8 @@ from scratchpad.runtime.proctree import descendants
 
 log = logging.getLogger(__name__)
 MIB = 1 << 20
-TICK_S = 0.1  # how often the watchdog looks at the pads
+TICK_S = 0.1  # how often the watchdog looks at a pad whose cell runs
+IDLE_EVERY_S = 1.0  # and at one between cells (threads a cell left may still grow)
 DISK_EVERY_S = 5.0  # how often it measures the files of a pad whose cell runs
 MAX_ENTRIES = 200_000  # files one disk measurement looks at before it gives up
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -217,6 +219,7 @@ class Watched:
     stop: Callable[[str], None]
     busy: Callable[[], bool]
     disk: DiskMeter | None = None
+    next_check: float = 0.0
     next_disk: float = 0.0
     stopped: bool = False
 
@@ -259,6 +262,10 @@ class Watchdog:
             time.sleep(TICK_S)
 
     def check(self, item: Watched, now: float) -> None:
+        busy = item.busy()
+        if not busy and now < item.next_check:
+            return
+        item.next_check = now + IDLE_EVERY_S
         tree = [item.pid, *descendants(item.pid)]
         limits = item.limits
         if limits.processes is not None and len(tree) > limits.processes + 3:  # + its launcher
@@ -271,7 +278,7 @@ class Watchdog:
                 return
         if item.disk is not None and limits.disk_bytes is not None and now >= item.next_disk:
             item.next_disk = now + DISK_EVERY_S
-            if item.busy():
+            if busy:
                 used_disk = item.disk.used()
                 if used_disk is not None and used_disk > limits.disk_bytes:
                     self._stop(item, over_disk(used_disk, limits.disk_bytes), tree)

@@ -270,9 +270,9 @@ class PadWatch:
             self._publish({"type": "status", "pad": describe_now(pad, self, status)}, 0)
 
     def died(self, pad: ScratchpadRuntime, kernel: KernelProcess) -> None:
-        """``pad``'s kernel closed its channel: unless it was stopped on purpose, its
-        watchers hear of the death, with its cause, once the process is reaped."""
-        stopped = kernel.killed_by_us and not kernel.protocol_error
+        """``pad``'s kernel closed its channel: unless it was stopped on purpose (not for a
+        limit), its watchers hear of the death, with its cause, once the process is reaped."""
+        stopped = kernel.killed_by_us and not kernel.protocol_error and not kernel.stop_reason
         if stopped or not self._subscribers or getattr(pad, "kernel", None) is not kernel:
             return
         task = asyncio.get_running_loop().create_task(self._after_death(pad, kernel))
