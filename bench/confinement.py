@@ -37,38 +37,46 @@ def ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1000:.1f} ms"
 
 
-async def measure(settings: Settings, workspace: Path, repeats: int) -> dict[str, str]:
-    manager = ScratchpadManager(workspace=workspace, settings=settings)
-    try:
+async def measure(
+    managers: dict[str, ScratchpadManager], repeats: int
+) -> dict[str, dict[str, str]]:
+    """Every figure for every mode, the modes taking turns within each repeat (so a busy
+    moment of the machine weighs on all of them alike)."""
+    new_pad: dict[str, list[float]] = {mode: [] for mode in managers}
+    restart: dict[str, list[float]] = {mode: [] for mode in managers}
+    for manager in managers.values():
         await manager.get_or_create("warmup")  # the probe and the first venv: not counted
-        new_pad, restart = [], []
-        for index in range(repeats):
+    for index in range(repeats):
+        for mode, manager in managers.items():
             start = time.perf_counter()
             pad = await manager.get_or_create(f"p{index}")
             await pad.execute("1+1")
-            new_pad.append(time.perf_counter() - start)
-        pad = await manager.get_or_create("p0")
-        for _ in range(repeats):
+            new_pad[mode].append(time.perf_counter() - start)
+    for _ in range(repeats):
+        for mode, manager in managers.items():
+            pad = await manager.get_or_create("p0")
             assert isinstance(pad, LocalRuntime) and pad.pid is not None
             os.kill(pad.pid, 9)
             while pad.kernel is not None and not pad.kernel.channel_closed:  # noqa: ASYNC110
                 await asyncio.sleep(0.001)
             start = time.perf_counter()
             cell = await pad.execute("1+1")  # notices the death, starts a kernel, runs
-            restart.append(time.perf_counter() - start)
+            restart[mode].append(time.perf_counter() - start)
             assert cell.result == "2", cell.error
-        await asyncio.sleep(0.5)
+    await asyncio.sleep(0.5)
+    results = {}
+    for mode, manager in managers.items():
+        pad = await manager.get_or_create("p0")
         assert isinstance(pad, LocalRuntime) and pad.pid is not None
         tree = [pad.pid, *descendants(pad.pid)]
-        return {
-            "new pad → first result": ms(new_pad),
-            "kill + restart → next result": ms(restart),
+        results[mode] = {
+            "new pad → first result": ms(new_pad[mode]),
+            "kill + restart → next result": ms(restart[mode]),
             "idle pad: processes": str(len(tree)),
             "idle pad: memory (PSS)": f"{proportional(tree) / (1 << 20):.1f} MiB",
             "idle pad: memory (RSS, summed)": f"{resident(tree) / (1 << 20):.1f} MiB",
         }
-    finally:
-        await manager.close_all()
+    return results
 
 
 def floor(repeats: int, *flags: str) -> str:
@@ -85,15 +93,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=9)
     repeats = parser.parse_args().repeats
-    results: dict[str, dict[str, str]] = {}
-    notes: dict[str, str] = {}
-    for mode, changes in MODES.items():
-        with tempfile.TemporaryDirectory(prefix="scratchpad-bench-") as tmp:
-            workspace = Path(tmp) / "ws"
-            workspace.mkdir()
-            settings = Settings(home=Path(tmp) / "home", **changes)  # type: ignore[arg-type]
-            results[mode] = asyncio.run(measure(settings, workspace, repeats))
-            notes[mode] = confinement.report(settings)["confinement"]["identity"]
+    with tempfile.TemporaryDirectory(prefix="scratchpad-bench-") as tmp:
+        managers: dict[str, ScratchpadManager] = {}
+        for mode, changes in MODES.items():
+            workspace = Path(tmp) / mode / "ws"
+            workspace.mkdir(parents=True)
+            settings = Settings(home=Path(tmp) / mode / "home", **changes)  # type: ignore[arg-type]
+            managers[mode] = ScratchpadManager(workspace=workspace, settings=settings)
+        results = asyncio.run(measure_all(managers, repeats))
+        notes = {
+            mode: confinement.report(manager.settings)["confinement"]["identity"]
+            for mode, manager in managers.items()
+        }
     user = "root" if os.geteuid() == 0 else f"uid {os.geteuid()}"
     print(
         f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, as {user}; medians of {repeats}"
@@ -105,6 +116,16 @@ def main() -> None:
     print(f"{'floor: python -c pass':32}{floor(repeats):>18}")
     for mode, identity in notes.items():
         print(f"{mode}: pads run as {identity}")
+
+
+async def measure_all(
+    managers: dict[str, ScratchpadManager], repeats: int
+) -> dict[str, dict[str, str]]:
+    try:
+        return await measure(managers, repeats)
+    finally:
+        for manager in managers.values():
+            await manager.close_all()
 
 
 if __name__ == "__main__":
