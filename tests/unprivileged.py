@@ -11,6 +11,7 @@ the ``.venv``'s packages.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -82,3 +83,22 @@ def run_as_nobody(code: str, *, timeout: float = 120.0) -> subprocess.CompletedP
         for directory in (place / "checkout", place):
             with contextlib.suppress(OSError):
                 directory.rmdir()
+
+
+def unprivileged(scenario: str, *args: object) -> object:
+    """Run ``tests.runtime.attacks.<scenario>(home, workspace, *args)`` as nobody (home and
+    workspace of that user's); its answer, which must be JSON."""
+    done = run_as_nobody(
+        f"""
+        import asyncio, json, os
+        from pathlib import Path
+        from tests.runtime import attacks
+        os.mkdir("ws")
+        answer = asyncio.run(attacks.{scenario}(Path.cwd() / "home", Path.cwd() / "ws", *{args!r}))
+        print("ANSWER", json.dumps(answer))
+        """,
+        timeout=300,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("ANSWER ")]
+    assert lines, done.stdout + done.stderr
+    return json.loads(lines[-1].removeprefix("ANSWER "))

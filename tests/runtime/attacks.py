@@ -162,3 +162,32 @@ async def terminals_and_devices(home: Path, workspace: Path, terminal: str) -> d
         return dict(json.loads(cell.stdout))
     finally:
         await manager.close_all()
+
+
+FORK_BOMB = (
+    "import os, time\nchildren = 0\ntry:\n"
+    "    for _ in range(400):\n"
+    "        if os.fork() == 0:\n            time.sleep(30)\n            os._exit(0)\n"
+    "        children += 1\n"
+    "except OSError as exc:\n    print('refused after', children, type(exc).__name__)\n"
+    "children"
+)
+
+
+async def fork_bomb(home: Path, workspace: Path, processes: int) -> dict[str, str]:
+    """Item 7: a cell forks as fast as it can under a limit of ``processes``; what it got,
+    and whether a new pad still starts beside it."""
+    manager = ScratchpadManager(workspace=workspace, settings=Settings(home=home))
+    try:
+        pad = await manager.get_or_create("bomb", limits={"processes": processes})
+        cell = await pad.execute(FORK_BOMB)
+        other = await manager.get_or_create("other")
+        beside = await other.execute("1 + 1")
+        return {
+            "status": cell.status,
+            "stdout": cell.stdout,
+            "children": cell.result or "",
+            "beside": beside.result or "",
+        }
+    finally:
+        await manager.close_all()

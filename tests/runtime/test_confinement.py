@@ -5,7 +5,6 @@ outlives its kernel; as root and as an unprivileged user."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ import httpx
 import pytest
 
 from scratchpad.config import Settings
-from scratchpad.runtime import confinement, sandboxing
+from scratchpad.runtime import confinement, launcher, sandboxing
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from tests.runtime.attacks import (
@@ -25,31 +24,13 @@ from tests.runtime.attacks import (
     strays_after,
     terminals_and_devices,
 )
-from tests.unprivileged import run_as_nobody
+from tests.unprivileged import unprivileged
 
 ROUNDS = 40  # restarts while the interpreter is swapped (each one a chance for the race)
 
 
 def namespaces_work(settings: Settings) -> bool:
     return confinement.support(settings).namespaces
-
-
-def unprivileged(scenario: str, *args: object) -> object:
-    """Run ``tests.runtime.attacks.<scenario>(home, workspace, *args)`` as nobody; its answer."""
-    done = run_as_nobody(
-        f"""
-        import asyncio, json, os
-        from pathlib import Path
-        from tests.runtime import attacks
-        os.mkdir("ws")
-        answer = asyncio.run(attacks.{scenario}(Path.cwd() / "home", Path.cwd() / "ws", *{args!r}))
-        print("ANSWER", json.dumps(answer))
-        """,
-        timeout=300,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("ANSWER ")]
-    assert lines, done.stdout + done.stderr
-    return json.loads(lines[-1].removeprefix("ANSWER "))
 
 
 # -- 1. nothing of the pad runs outside its sandbox -------------------------------------------
@@ -215,3 +196,37 @@ def test_the_probe_says_what_holds_here(settings: Settings) -> None:
     if namespaces_work(settings):
         assert report["home"].startswith("hidden")
         assert report["processes"].startswith("a PID namespace")
+
+
+# -- 2. what the server imports stays out of a pad's reach, even inside its workspace ---------
+@pytest.mark.parametrize("namespaces", ["auto", "off"])
+async def test_the_servers_code_inside_a_workspace_stays_read_only(
+    settings: Settings, workspace: Path, monkeypatch: pytest.MonkeyPatch, namespaces: str
+) -> None:
+    """A workspace that holds the server's own packages (``scratchpad serve --workspace``
+    over a checkout): a cell can neither change them nor move them away and plant others."""
+    code = workspace / "checkout" / "site-packages"
+    (code / "nbformat").mkdir(parents=True)
+    (code / "nbformat" / "__init__.py").write_text("")
+    (workspace / "data").mkdir()
+    monkeypatch.setattr(launcher, "SERVER_PATHS", (*launcher.SERVER_PATHS, code))
+    chosen = settings.model_copy(update={"namespaces": namespaces})
+    manager = ScratchpadManager(workspace=workspace, settings=chosen)
+    try:
+        pad = await manager.get_or_create("main")
+        cell = await pad.execute(
+            "import os\nseen = []\n"
+            "for attempt in (lambda: open('checkout/site-packages/nbformat/__init__.py', 'w'),\n"
+            "                lambda: open('checkout/site-packages/planted.py', 'w'),\n"
+            "                lambda: os.rename('checkout/site-packages', 'moved'),\n"
+            "                lambda: os.rename('checkout', 'moved')):\n"
+            "    try:\n        attempt()\n        seen.append('DONE')\n"
+            "    except OSError as exc:\n        seen.append(type(exc).__name__)\n"
+            "open('data/mine.txt', 'w').write('the rest is the pad\\'s')\nseen"
+        )
+        assert cell.status == "ok", cell.error
+        assert "DONE" not in (cell.result or ""), cell.result
+        assert (code / "nbformat" / "__init__.py").read_text() == ""
+        assert not (code / "planted.py").exists() and (workspace / "data" / "mine.txt").exists()
+    finally:
+        await manager.close_all()
