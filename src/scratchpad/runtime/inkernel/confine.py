@@ -36,7 +36,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from typing import Any
+    from typing import Any, NoReturn
 
     from scratchpad.runtime.inkernel import namespaces, sandbox
 else:
@@ -140,7 +140,7 @@ def _quiet(keep: int) -> None:
     os.closerange(keep + 1, _max_fd())
 
 
-def _hold(init: int, status_r: int, _signal: Any) -> None:
+def _hold(init: int, status_r: int, _signal: Any) -> NoReturn:
     """The holder (outside the namespace): wait for init, then end as the kernel ended.
     SIGTERM ends the whole namespace at once (init's death kills everything in it)."""
     _signal.signal(SIGTERM, lambda signum, frame: os.kill(init, SIGKILL))
@@ -157,7 +157,7 @@ def _hold(init: int, status_r: int, _signal: Any) -> None:
     os._exit(128 + signum)
 
 
-def _init(kernel: int, status_w: int) -> None:
+def _init(kernel: int, status_w: int) -> NoReturn:
     """PID 1 of the pad's namespace: reap every process that ends (orphans come here) until
     the kernel ends; tell the holder how, and exit (which ends the namespace)."""
     _quiet(status_w)
