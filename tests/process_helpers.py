@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from pathlib import Path
 
@@ -62,3 +63,19 @@ def kernel_pid(pad: object) -> int:
 
     assert isinstance(pad, LocalRuntime) and pad.kernel is not None and pad.pid is not None
     return host_pid(pad.pid, int(pad.kernel.ready["pid"]))
+
+
+def processes_in(directory: Path) -> list[int]:
+    """The live processes whose working directory lies in ``directory`` (a pad's kernel
+    works in its workspace, whatever pid its namespace gives it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if (cwd == directory or directory in cwd.parents) and not process_gone(int(entry.name)):
+            found.append(int(entry.name))
+    return found

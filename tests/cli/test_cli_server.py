@@ -17,6 +17,7 @@ import pytest
 
 from scratchpad.cli.background import stop
 from scratchpad.config import Settings
+from scratchpad.runtime.proctree import descendants
 from scratchpad.server.state import ServerRecord, read_record, state_path, write_record
 from tests.process_helpers import default_sigint, process_gone
 from tests.server_helpers import running_server
@@ -74,10 +75,15 @@ def test_two_exec_calls_share_variables_through_a_background_server(hermetic_env
     assert_private(hermetic_env)
     status = scratchpad("server", "status")
     assert status.returncode == 0 and f"pid {record.pid}" in status.stdout
-    kernel_pid = int(scratchpad("exec", "p", "import os; os.getpid()").stdout.split("Out: ")[1])
+    kernels = [  # the pad's processes (its kernel, and what starts it) below the server
+        pid
+        for pid in descendants(record.pid)
+        if b"worker.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+    assert kernels
     stopped = scratchpad("server", "stop")
     assert stopped.returncode == 0 and "stopped the server" in stopped.stdout
-    assert process_gone(record.pid) and process_gone(kernel_pid)
+    assert process_gone(record.pid) and all(process_gone(pid) for pid in kernels)
     assert not state_path(Settings(home=hermetic_env)).exists()
     gone = scratchpad("server", "status")
     assert gone.returncode == 1 and "no server runs" in gone.stdout
