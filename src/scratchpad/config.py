@@ -196,6 +196,11 @@ class Settings(BaseSettings):
     def observations_path(self) -> Path:
         return self.observations_db or self.home / "observations.db"
 
+    @property
+    def api_key_path(self) -> Path:
+        """Where the server keeps the key it generated (when ``api_key`` is unset)."""
+        return self.home / "api_key"
+
     @model_validator(mode="after")
     def _remote_needs_a_server(self) -> Settings:
         if self.backend == "remote":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -17,7 +18,8 @@ from scratchpad.cli.app import app
 from scratchpad.memory import load_state
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.lock import agent_lock
-from tests.process_helpers import default_sigint, process_gone
+from tests.process_helpers import default_sigint
+from tests.runtime.attacks import gone, processes_with
 
 runner = CliRunner()
 SCRATCHPAD = Path(sys.executable).with_name("scratchpad")
@@ -218,8 +220,8 @@ def test_ctrl_c_during_a_shell_call_stops_the_command(tmp_path: Path) -> None:
     env = {**os.environ, "COLUMNS": "200"}
     assert invoke("agent", "init", str(agent))[0] == 0
     (agent / "config.yaml").write_text("tools:\n  pads: false\n  shell: true\n")
-    pid_file = tmp_path / "sleep.pid"
-    command = f"sleep 30 & echo $! > {pid_file}; wait"
+    sleep = f"30.{os.getpid()}"  # its token: the command runs in a PID namespace of its own
+    command = f"sleep {sleep} & wait"
     model = script(tmp_path, call("shell", command=command), call("done"))
     run = [str(SCRATCHPAD), "agent", "run", str(agent), "--model", model]
     with subprocess.Popen(
@@ -230,18 +232,13 @@ def test_ctrl_c_during_a_shell_call_stops_the_command(tmp_path: Path) -> None:
         preexec_fn=default_sigint,
     ) as proc:
         deadline = time.monotonic() + 30
-        while not (pid_file.exists() and pid_file.read_text().strip()):
+        while not processes_with(f"sleep\0{sleep}"):
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.02)
-        sleep_pid = int(pid_file.read_text())
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert b"interrupted" in err
-    for _ in range(300):
-        if process_gone(sleep_pid):
-            break
-        time.sleep(0.01)
-    assert process_gone(sleep_pid)  # the tool call was cancelled and stopped its command
+    assert asyncio.run(gone(sleep)) == []  # the tool call was cancelled and stopped its command
     [log] = (agent / "logs").glob("cycle_*.log")
     assert "stopped by KeyboardInterrupt" in log.read_text()

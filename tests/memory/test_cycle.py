@@ -25,6 +25,7 @@ from scratchpad.memory import (
     init_agent,
     load_state,
     read_records,
+    toolbox,
 )
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.snapshots import cycle_key
@@ -32,7 +33,7 @@ from scratchpad.observations import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.vault.scrub import register
 from tests.memory.helpers import RULES, fixed_clock, make_agent, moving_clock, reply
-from tests.process_helpers import processes_in
+from tests.runtime.attacks import gone
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$")
 
@@ -453,16 +454,16 @@ def test_shell_is_offered_and_runs_only_when_enabled(tmp_path: Path) -> None:
     agent.run()
     assert "- shell:" in model.prompts[0][1]
     notes = load_state(AgentPaths.of(tmp_path / "agent").active)["notes"]
-    assert f"{tmp_path / 'agent'}\n[exit code 3]" in notes  # runs in ROOT, code reported
+    assert f"{tmp_path / 'agent' / 'workspace'}\n[exit code 3]" in notes  # its workspace, code
 
 
 def test_the_pad_tool_runs_cells_in_a_real_pad(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Pads under ROOT/.scratchpad; the cycle lets go of them at the end (a local kernel is
-    closed with the cycle's loop)."""
+    """Pads under ROOT/.scratchpad, working in ROOT/workspace; the cycle lets go of them at
+    the end (a local kernel is closed with the cycle's loop)."""
     monkeypatch.setenv("SCRATCHPAD_KERNEL_START_TIMEOUT_S", "20")
-    code = {"action": "exec", "name": "main", "code": "import os\nos.getpid()"}
+    code = {"action": "exec", "name": "main", "code": "import os\nos.getcwd()"}
     config = AgentConfig(tools=ToolsConfig(pads=True))
     agent, model = make_agent(
         tmp_path / "agent", [reply("scratchpad", **code), reply("done")], config=config
@@ -471,10 +472,10 @@ def test_the_pad_tool_runs_cells_in_a_real_pad(
     assert result.outcome == "done"
     assert "- scratchpad:" in model.prompts[0][1]
     notes = load_state(agent.paths.active)["notes"]
-    found = re.search(r"\[TOOL\] scratchpad\(.*→ \[result\]\n(\d+)", notes)
-    assert found, notes
-    assert processes_in(tmp_path) == []  # the kernel was closed with the cycle
-    assert (agent.paths.root / ".scratchpad" / "pads" / "main").is_dir()  # its venv stays
+    assert f"→ [result]\n{str(agent.paths.workspace)!r}" in notes
+    venv = agent.paths.root / ".scratchpad" / "pads" / "main"
+    assert asyncio.run(gone(str(venv))) == []  # the kernel was closed with the cycle
+    assert venv.is_dir()  # its venv stays
 
 
 class RecordingManager(ScratchpadManager):
@@ -499,7 +500,13 @@ class RecordingManager(ScratchpadManager):
 @pytest.fixture
 def recording(monkeypatch: pytest.MonkeyPatch) -> list[RecordingManager]:
     RecordingManager.built = []
-    monkeypatch.setattr("scratchpad.memory.cycle.ScratchpadManager", RecordingManager)
+
+    def recorded(paths: AgentPaths, settings: Settings) -> ScratchpadManager:
+        with monkeypatch.context() as patched:
+            patched.setattr(toolbox, "ScratchpadManager", RecordingManager)
+            return toolbox.agent_manager(paths, settings)
+
+    monkeypatch.setattr("scratchpad.memory.cycle.agent_manager", recorded)
     return RecordingManager.built
 
 

@@ -101,6 +101,24 @@ def test_landlock_alone_keeps_the_servers_code_inside_the_workspace_read_only(
     assert not any(path == str(code) for path, _ in rules)
 
 
+def test_landlock_alone_gives_a_workspace_inside_a_guarded_directory_and_nothing_else_of_it(
+    tmp_path: Path,
+) -> None:
+    """An agent's pads: the agent directory is guarded, its workspace theirs."""
+    agent = tmp_path / "agent"
+    (agent / "logs").mkdir(parents=True)
+    (agent / "config.yaml").write_text("x")
+    paths = replace(pad_layout(agent / "workspace", agent / ".scratchpad"), guarded=(agent,))
+    rules = pad_rules(paths, namespaces=False)
+    assert (str(agent / "workspace"), "rw") in rules
+    granted = [path for path, _ in rules if Path(path).is_relative_to(agent)]
+    assert all(
+        Path(path).is_relative_to(agent / "workspace")
+        or Path(path).is_relative_to(agent / ".scratchpad" / "pads")
+        for path in granted
+    ), granted
+
+
 def test_with_namespaces_the_rules_are_read_only_everywhere_but_the_pads_own(
     tmp_path: Path,
 ) -> None:

@@ -44,7 +44,7 @@ def test_every_tool_in_its_fixed_order(
         manager,
         store,
         echo=True,
-        shell=ShellOptions(cwd=tmp_path, timeout_s=5, output_cap_chars=100),
+        shell=ShellOptions(tmp_path, manager.settings, timeout_s=5, output_cap_chars=100),
         extra=[extra("second"), extra("first")],
     )
     assert registry.names() == [
@@ -67,7 +67,8 @@ def test_each_caller_keeps_what_it_offered(
     manager, store = parts
     session = builtin_registry(manager, store)
     mcp = builtin_registry(manager, store, images=False)
-    agent = builtin_registry(manager, store, echo=True, images=False, shell=ShellOptions())
+    shell = ShellOptions(Path("ws"), manager.settings)
+    agent = builtin_registry(manager, store, echo=True, images=False, shell=shell)
     assert session.names() == ["scratchpad", "read_observation", "read_image"]
     assert mcp.names() == ["scratchpad", "read_observation"]
     assert agent.names() == ["echo", "scratchpad", "read_observation", "shell"]

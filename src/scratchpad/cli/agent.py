@@ -50,7 +50,8 @@ def guarded(job: Callable[[], T]) -> T:
 
 @agent_app.command(cls=Command)
 def init(root: RootArg) -> None:
-    """Create an agent directory: RULES.md, config.yaml, scratchpad/active.yaml, logs/."""
+    """Create an agent directory: RULES.md, config.yaml, scratchpad/active.yaml, logs/,
+    workspace/ (where its pads and shell work)."""
     from scratchpad.memory.layout import init_agent
 
     try:

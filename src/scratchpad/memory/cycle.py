@@ -19,7 +19,8 @@ async and all run on one private event loop per cycle (an ``asyncio.Runner``), s
 whose client belongs to a loop and the tools share it: Ctrl-C during a model or tool call
 cancels it (a tool cleans up, e.g. the shell tool stops its command) and the cycle stops with
 KeyboardInterrupt. Pads: with ``tools.pads`` on and no manager passed in, the
-cycle builds a ScratchpadManager for ``ROOT`` and lets go of its pads at the end
+cycle builds a ScratchpadManager for the agent (``toolbox.agent_manager``: pads working in
+``ROOT/workspace``, the rest of ``ROOT`` out of their reach) and lets go of its pads at the end
 (``detach_all``: local kernels belong to the cycle's loop and are closed; remote pads keep
 running on their server). Pad environments, packages and cell history persist between
 cycles, local pad variables do not. A manager passed in is never closed by the cycle: its
@@ -39,12 +40,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from scratchpad.config import Settings
 from scratchpad.errors import AgentError, AgentStateError, ConfigError
 from scratchpad.memory.clock import Clock, iso, local_now
 from scratchpad.memory.config import AgentConfig, load_config
 from scratchpad.memory.dispatcher import Dispatcher
 from scratchpad.memory.journal import CycleLog, CycleRecord, Outcome, append_record
-from scratchpad.memory.layout import AgentPaths
+from scratchpad.memory.layout import AgentPaths, ensure_workspace
 from scratchpad.memory.lock import agent_lock
 from scratchpad.memory.models import Model
 from scratchpad.memory.notes import (
@@ -57,7 +59,7 @@ from scratchpad.memory.notes import (
 from scratchpad.memory.prompt import build_prompt
 from scratchpad.memory.snapshots import new_cycle_id, prune, write_after, write_before
 from scratchpad.memory.state import ReadState, State, clear_stale_temps, read_state, save_state
-from scratchpad.memory.toolbox import agent_turn_id, build_tools
+from scratchpad.memory.toolbox import agent_manager, agent_turn_id, build_tools
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.tools.context import ToolSessionContext
@@ -80,8 +82,9 @@ class CycleResult:
 
 @dataclass
 class CycleRun:
-    """What the steps of one cycle share: its id, the rules, the working state, the log, and
-    the pad manager (None when pads are off; ``owns_pads`` when the cycle built it)."""
+    """What the steps of one cycle share: its id, the rules, the working state, the log, the
+    pad manager (None when pads are off; ``owns_pads`` when the cycle built it) and the
+    person's settings (None when no tool runs code)."""
 
     cycle_id: str
     rules: str
@@ -90,15 +93,16 @@ class CycleRun:
     pads: ScratchpadManager | None = None
     owns_pads: bool = False
     iterations: int = 0
+    settings: Settings | None = None
 
 
 class CycleAgent:
     """An agent directory and a model; ``run_once()`` runs one cycle and names it.
 
     Seams: ``config`` (else ``ROOT/config.yaml``), ``rules`` (else ``ROOT/RULES.md``),
-    ``manager`` (else pads under ``ROOT/.scratchpad``), ``store`` (an observation store for
-    archived notes; else ``ROOT/notes_archive/``), ``clock`` (local time with its offset;
-    cycle ids use its UTC time).
+    ``manager`` (else the agent's own pads, see ``toolbox.agent_manager``), ``store`` (an
+    observation store for archived notes; else ``ROOT/notes_archive/``), ``clock`` (local
+    time with its offset; cycle ids use its UTC time).
     """
 
     def __init__(
@@ -132,12 +136,16 @@ class CycleAgent:
         setting (these three before anything is written)."""
         _refuse_running_loop()
         rules = self._read_rules()
-        pads = self._pads()
+        settings = self._settings()
+        pads = self._pads(settings)
         with agent_lock(self.paths.lock):
             clear_stale_temps(self.paths.scratch)
+            if settings is not None:
+                ensure_workspace(self.paths)
             cycle_id = new_cycle_id(self.paths, self.clock())  # 1. name
             with CycleLog(self.paths.cycle_log(cycle_id), self.clock) as log:
-                run = CycleRun(cycle_id, rules, {}, log, pads, pads is not self.manager)
+                owns = pads is not self.manager
+                run = CycleRun(cycle_id, rules, {}, log, pads, owns, settings=settings)
                 result = self._cycle(run)
         self.last_result = result
         return result
@@ -176,17 +184,24 @@ class CycleAgent:
                 f"{self.paths.root}`, or pass rules= to CycleAgent"
             ) from None
 
-    def _pads(self) -> ScratchpadManager | None:
-        """The manager passed in, else a new one for ``ROOT`` when pads are on, else None."""
-        if self.manager is not None or not self.config.tools.pads:
-            return self.manager
+    def _settings(self) -> Settings | None:
+        """The person's settings when a tool runs code (pads, shell), else None."""
+        tools = self.config.tools
+        if not (tools.shell or (tools.pads and self.manager is None)):
+            return None
         try:
-            return ScratchpadManager(workspace=self.paths.root)
+            return Settings.load()
         except ConfigError as exc:
             raise ConfigError(
-                f"{exc} (read for the agent's pads; an agent without pads has "
-                f"`tools: {{pads: false}}` in {self.paths.config})"
+                f"{exc} (read for the agent's pads and shell; an agent without them has "
+                f"`tools: {{pads: false, shell: false}}` in {self.paths.config})"
             ) from exc
+
+    def _pads(self, settings: Settings | None) -> ScratchpadManager | None:
+        """The manager passed in, else the agent's own when pads are on, else None."""
+        if self.manager is not None or not self.config.tools.pads or settings is None:
+            return self.manager
+        return agent_manager(self.paths, settings)
 
     def _cycle(self, run: CycleRun) -> CycleResult:
         cycle_id, log = run.cycle_id, run.log
@@ -250,7 +265,9 @@ class CycleAgent:
         and tasks left over are cancelled when the loop closes. Pads of a manager the cycle
         built are let go of at the end."""
         with asyncio.Runner() as runner:
-            registry, context = build_tools(self.paths, self.config, run.pads, self.store)
+            registry, context = build_tools(
+                self.paths, self.config, run.pads, self.store, run.settings
+            )
             dispatcher = Dispatcher(registry, context, runner.run)
             try:
                 return self._steps(run, runner, dispatcher, registry, context)

@@ -12,10 +12,17 @@ the layout is written down once::
     ROOT/logs/cycles.jsonl               one line per finished cycle: its outcome
     ROOT/notes_archive/<cycle>.md        notes moved out of the state by the size cap
     ROOT/.lock                           held (flock) while a cycle or restore/reset runs
+    ROOT/workspace/                      where the agent's pads and shell commands work
+    ROOT/.scratchpad/                    the pads' home (their venvs, history, vault)
+
+Pads and shell commands reach only ``workspace/`` of the agent directory: the rest (its
+rules, config, state, snapshots, logs) is out of their reach (see ``toolbox.py``), so what
+the model runs cannot change what drives it.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,8 +52,8 @@ CONFIG_TEMPLATE = """\
 # model: null              # provider:model; null: the SCRATCHPAD_MODEL setting
 # archive_ttl_s: 2592000   # lifetime of notes archived in an observation store (30 days)
 # tools:
-#   pads: true             # offer the `scratchpad` tool (pads live under ROOT/.scratchpad)
-#   shell: false           # offer the `shell` tool (commands run in ROOT)
+#   pads: true             # offer the `scratchpad` tool (pads work in ROOT/workspace)
+#   shell: false           # offer the `shell` tool (commands run confined in ROOT/workspace)
 #   shell_timeout_s: 30    # longest a shell command may run
 #   shell_output_cap_chars: 10000
 """
@@ -94,6 +101,14 @@ class AgentPaths:
     def lock(self) -> Path:
         return self.root / ".lock"
 
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def pad_home(self) -> Path:
+        return self.root / ".scratchpad"
+
     def before(self, cycle_id: str) -> Path:
         return self.scratch / f"{cycle_id}_before.yaml"
 
@@ -113,13 +128,26 @@ class AgentPaths:
         return self
 
 
+def ensure_workspace(paths: AgentPaths) -> Path:
+    """The workspace of the agent's pads and shell, made when missing; AgentError when it is
+    anything but a directory of its own (a symbolic link would give them what it points to)."""
+    with contextlib.suppress(FileExistsError):  # a file or a dangling link: refused below
+        paths.workspace.mkdir(exist_ok=True)
+    if paths.workspace.is_symlink() or not paths.workspace.is_dir():
+        raise AgentError(
+            f"{paths.workspace} must be a directory (the agent's pads and shell work there), "
+            "not a file or a symbolic link; move it away and run again"
+        )
+    return paths.workspace
+
+
 def init_agent(root: str | Path) -> tuple[AgentPaths, list[Path]]:
     """Create the directories, a starter RULES.md, a commented config.yaml and the default
     state; files that exist are kept. The paths, and the files that were written."""
     paths = AgentPaths.of(root)
     if paths.root.exists() and not paths.root.is_dir():
         raise AgentError(f"{paths.root} is a file; give a directory for the agent")
-    for directory in (paths.root, paths.scratch, paths.logs):
+    for directory in (paths.root, paths.scratch, paths.logs, paths.workspace):
         directory.mkdir(parents=True, exist_ok=True)
     written = []
     for path, text in (

@@ -2,7 +2,8 @@
 interpreter through the pad's launcher (``inkernel/confine.py``, see ``confinement``), with
 the pad's environment (the allowlist, its model settings, its vault variables) in its own
 temp directory. Nothing of the pad (its venv's ``bin/``, its ``.pth`` files) runs before the
-launcher has confined the process.
+launcher has confined the process. :func:`run_confined` starts a program the same way
+without a pad of its own (the shell tool): in a workspace, with a temp directory per run.
 
 ``LocalRuntime`` decides when a kernel starts; this module decides what it starts with.
 """
@@ -12,20 +13,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import SandboxError
-from scratchpad.runtime import confinement, sandboxing, venv
+from scratchpad.fsutil import private_dir
+from scratchpad.runtime import confinement, procgroup, sandboxing, venv
 from scratchpad.runtime.kernel import KernelProcess
-from scratchpad.runtime.limits import PadLimits
-from scratchpad.runtime.proctree import new_tag
+from scratchpad.runtime.limits import WATCHDOG, PadLimits, Watched
+from scratchpad.runtime.proctree import new_tag, running
 
 log = logging.getLogger(__name__)
 SecretEnv = Callable[[], dict[str, str]]  # the pad's vault variables, asked at each kernel start
 SERVER_PATHS = sandboxing.server_paths()
+PROGRAMS_DIR = "programs"  # <home>/programs/<run>/tmp: the temp directory of one confined run
 
 
 class Launcher:
@@ -97,10 +103,7 @@ class Launcher:
 
     def spec(self) -> dict[str, Any]:
         """The launcher's spec for a process of this pad (see ``confinement.spec``)."""
-        wanted = self.limits.for_launcher()
-        if self.settings.kernel_memory_limit_mb:
-            wanted["address_space"] = self.settings.kernel_memory_limit_mb << 20
-        return confinement.spec(self.settings, self.paths(), wanted)
+        return pad_spec(self.settings, self.paths(), self.limits)
 
     async def install(self, specs: list[str] | None) -> str:
         """Install ``specs`` (None: restore requirements.txt) confined like the kernel, with
@@ -136,3 +139,83 @@ class Launcher:
         changes: dict[str, str | None] = {k: v for k, v in env.items() if given.get(k) != v}
         changes.update({k: None for k in given if k not in env})
         return changes
+
+
+def pad_spec(settings: Settings, paths: sandboxing.PadPaths, limits: PadLimits) -> dict[str, Any]:
+    """The launcher's spec for a process with ``paths`` and ``limits`` (a pad's, or a
+    program's of :func:`run_confined`; see ``confinement.spec``)."""
+    wanted = limits.for_launcher()
+    if settings.kernel_memory_limit_mb:
+        wanted["address_space"] = settings.kernel_memory_limit_mb << 20
+    return confinement.spec(settings, paths, wanted)
+
+
+async def run_confined(
+    settings: Settings,
+    argv: Sequence[str],
+    *,
+    workspace: Path,
+    guarded: tuple[Path, ...] = (),
+    timeout: float,
+    output_cap_chars: int,
+    grace: float = 1.0,
+    through: procgroup.TextFilter | None = None,
+) -> procgroup.RunResult:
+    """Run ``argv`` confined like a pad's process, though no pad's (the shell tool): working
+    in ``workspace``, the home and ``guarded`` out of reach (hidden where the workspace lies
+    in them), the allowlisted environment, a temp directory of its own under the home (made
+    for this run, removed after it), a pad's limits (its process tree under the watchdog:
+    stopped past one, the output says why). Every process it starts ends with it: its PID
+    namespace, else its process group and a tag. See ``procgroup.run`` for the rest."""
+    place = Path(await asyncio.to_thread(_program_place, settings.home))
+    watched: list[int] = []
+    stopped: list[str] = []  # why the watchdog stopped it (from the watchdog's thread)
+    try:
+        tmp = place / sandboxing.TMP_DIR
+        paths = sandboxing.PadPaths(
+            home=settings.home,
+            workspace=workspace,
+            root=place,
+            tmp=tmp,
+            guarded=guarded,
+            server=SERVER_PATHS,
+        )
+        limits = PadLimits.from_settings(settings)
+        spec = await asyncio.to_thread(pad_spec, settings, paths, limits)
+        tag = None if confinement.contained(spec) else new_tag(str(settings.home))
+
+        def watch(pid: int) -> None:
+            watched.append(pid)
+            WATCHDOG.watch(Watched(pid, limits, stop=stopped.append, busy=lambda: True))
+
+        result = await procgroup.run(
+            confinement.program_argv(spec, list(argv)),
+            timeout=timeout,
+            cwd=Path("/"),
+            env=sandboxing.pad_environment(os.environ, root=place, tmp=tmp),
+            output_cap_chars=output_cap_chars,
+            grace=grace,
+            tag=tag,
+            through=through,
+            on_start=watch,
+        )
+    finally:
+        for pid in watched:
+            WATCHDOG.forget(pid)
+        await asyncio.to_thread(shutil.rmtree, place, True)
+    if stopped:
+        return replace(result, output=f"{result.output.rstrip()}\n[stopped: {stopped[0]}]\n")
+    return result
+
+
+def _program_place(home: Path) -> str:
+    """A fresh private directory under ``<home>/programs`` with an empty ``tmp`` in it; the
+    places of runs whose process is gone (killed before it could clean up) go first."""
+    parent = private_dir(home / PROGRAMS_DIR)
+    for entry in os.listdir(parent):
+        owner = entry.split("-")[1] if entry.count("-") >= 2 else ""
+        if owner.isdigit() and not running(int(owner)):
+            shutil.rmtree(parent / entry, ignore_errors=True)
+    place = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=parent)
+    sandboxing.fresh_tmp(Path(place))
+    return place

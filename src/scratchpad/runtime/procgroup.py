@@ -22,7 +22,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from scratchpad.runtime.proctree import (
     TAG,
@@ -245,18 +245,30 @@ class RunResult:
     timed_out: bool
 
 
-class CappedText:
-    """Keeps the first and last ``cap // 2`` characters of a stream, and counts the rest."""
+class TextFilter(Protocol):
+    """Text on its way through, chunk by chunk (``Scrubber.stream()`` is one)."""
 
-    def __init__(self, cap: int) -> None:
+    def feed(self, chunk: str) -> str: ...
+
+    def flush(self) -> str: ...
+
+
+class CappedText:
+    """Keeps the first and last ``cap // 2`` characters of a stream (after ``through``, when
+    given), and counts the rest."""
+
+    def __init__(self, cap: int, through: TextFilter | None = None) -> None:
         self.half = max(1, cap // 2)
         self.head = ""
         self.tail = ""
         self.total = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._through = through
 
     def feed(self, data: bytes, *, final: bool = False) -> None:
         text = self._decoder.decode(data, final=final)
+        if self._through is not None:
+            text = self._through.feed(text) + (self._through.flush() if final else "")
         self.total += len(text)
         room = self.half - len(self.head)
         if room > 0:
@@ -281,19 +293,25 @@ async def run(
     grace: float = 1.0,
     first: signal.Signals = signal.SIGTERM,
     pass_fds: Sequence[int] = (),
+    tag: str | None = None,
+    through: TextFilter | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> RunResult:
     """Run a helper program with stdin closed, stdout and stderr together.
 
     It ends when the program exits or ``timeout`` passes; then what is left of its group is
-    stopped (the ladder from ``first``), output already written is read for up to ``grace``
-    more seconds, and the pipe is closed even if a process outside the group still holds it.
-    Never raises for the program's own failure; OSError when it cannot be started.
+    stopped (the ladder from ``first``; with a ``tag``, its processes that left the group
+    too), output already written is read for up to ``grace`` more seconds, and the pipe is
+    closed even if a process outside the group still holds it. The output goes ``through``
+    a filter (the scrubber's stream) before it is capped; ``on_start`` is told the program's
+    pid once it runs. Never raises for the program's own failure; OSError when it cannot be
+    started.
     """
-    output = CappedText(output_cap_chars)
+    output = CappedText(output_cap_chars, through)
     read_fd, write_fd = os.pipe()
     try:
         group = ProcessGroup.spawn(
-            argv, cwd=cwd, env=env, stdout=write_fd, stderr=write_fd, pass_fds=pass_fds
+            argv, cwd=cwd, env=env, stdout=write_fd, stderr=write_fd, pass_fds=pass_fds, tag=tag
         )
     except OSError:
         os.close(read_fd)
@@ -303,6 +321,8 @@ async def run(
     reader = _PipeReader(read_fd, output)
     try:
         try:
+            if on_start is not None:
+                on_start(group.pid)
             timed_out = await group.wait(timeout) is None
         finally:
             await group.stop(grace, first=first)

@@ -194,18 +194,17 @@ TRUSTED_FLAGS = ("-I", "-S", "-X", "utf8")
 def pad_rules(paths: PadPaths, *, namespaces: bool) -> list[Rule]:
     """The Landlock rules of a pad's process. With ``namespaces`` its view hides what it must
     not reach (see :func:`pad_view`): read-only on ``/``, its own directories and its private
-    /dev read-write. Without, by descent around the home, the guarded directories and the
-    server's code (see the module docstring); of /dev only the harmless devices."""
+    /dev read-write. Without, by descent around the home, the guarded directories (one that
+    holds the workspace keeps all of it but the workspace) and the server's code (see the
+    module docstring); of /dev only the harmless devices."""
     if namespaces:
         return [("/", "ro"), *paths.granted(), ("/dev", "rw")]
     hidden = paths.hidden()
-    workspace, home = _real(paths.workspace), _real(paths.home)
+    workspace = _real(paths.workspace)
+    kept = [path for path in hidden if not _inside_any(workspace, [path])]  # all but around it
+    kept += [path for path in paths.server if _holds(workspace, path)]
     rules = around(Path("/"), [*hidden, Path("/dev")], "ro")
-    if _holds(home, workspace):  # the pad's own directory under the home (workdir.py)
-        rules.append((str(workspace), "rw"))
-    else:
-        kept = [home, *(path for path in paths.server if _holds(workspace, path))]
-        rules += around(workspace, kept, "rw")
+    rules += around(workspace, kept, "rw")
     rules += [(path, mode) for path, mode in paths.granted() if path != str(workspace)]
     return rules + [(f"/dev/{name}", "rw") for name in HARMLESS_DEVICES]
 

@@ -15,11 +15,9 @@ from scratchpad.errors import ConfigError
 from scratchpad.fsutil import create_exclusive, private_dir
 from scratchpad.vault.scrub import register
 
-KEY_FILE = "api_key"
-
 
 def key_path(settings: Settings) -> Path:
-    return settings.home / KEY_FILE
+    return settings.api_key_path
 
 
 def resolve_api_key(settings: Settings) -> str:

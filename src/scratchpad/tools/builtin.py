@@ -51,11 +51,7 @@ def builtin_registry(
     if images:
         registry.register(read_image_tool())
     if shell is not None:
-        registry.register(
-            shell_tool(
-                cwd=shell.cwd, timeout_s=shell.timeout_s, output_cap_chars=shell.output_cap_chars
-            )
-        )
+        registry.register(shell_tool(shell))
     if credentials:
         registry.register(request_credentials_tool())
         registry.register(update_form_tool())

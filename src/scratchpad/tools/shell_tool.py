@@ -1,11 +1,16 @@
-"""The ``shell`` tool: one ``/bin/sh -c`` command with a timeout, its output capped.
+"""The ``shell`` tool: one ``/bin/sh -c`` command with a timeout, confined like a pad's
+process, its output scrubbed and capped.
 
 Off unless an agent enables it (whoever registers the tool decides; nothing offers it by
-default). The command runs in its own process group with stdin closed; stdout and stderr are
-read together, in order, keeping the head and the tail when there is too much. When the call
-ends (``sh`` exited, timed out, or the call was cancelled) the whole group gets SIGTERM, then
-SIGKILL after a grace period, so no background child outlives the call. The answer always
-ends with the exit code (or the timeout, when ``sh`` itself was still running).
+default). The command runs through the pads' launcher (``launcher.run_confined``): in its
+workspace, with the home and the ``guarded`` directories (an agent's own files) out of reach,
+the pads' allowlisted environment (no key of the server's), a temp directory of its own and
+the pads' limits; in a PID namespace of its own where the system has them. stdin is closed;
+stdout and stderr are read together, in order, through the scrubber, keeping the head and
+the tail when there is too much. When the call ends (``sh`` exited, timed out, or the call
+was cancelled) everything it started is stopped, so no background child outlives the call.
+The answer always ends with the exit code (or the timeout, when ``sh`` itself was still
+running).
 """
 
 from __future__ import annotations
@@ -14,9 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scratchpad.config import Settings
 from scratchpad.errors import InvalidInputError
-from scratchpad.runtime.procgroup import RunResult, run
+from scratchpad.runtime.launcher import run_confined
+from scratchpad.runtime.procgroup import RunResult
 from scratchpad.tools.base import ToolDef, ToolOutcome
+from scratchpad.vault.scrub import scrubber
 
 NAME = "shell"
 KILL_GRACE_S = 1.0
@@ -27,36 +35,40 @@ ShellResult = RunResult
 @dataclass(frozen=True, slots=True)
 class ShellOptions:
     """Where the shell tool runs its commands and how far it lets them go; given to
-    :func:`scratchpad.tools.builtin.builtin_registry`, whose caller decides to offer it."""
+    :func:`scratchpad.tools.builtin.builtin_registry`, whose caller decides to offer it.
+    ``settings`` say how pads are confined here (sandbox, identity, limits) and whose home
+    is out of reach; ``guarded`` directories are kept out like the home."""
 
-    cwd: Path | None = None
+    workspace: Path
+    settings: Settings
+    guarded: tuple[Path, ...] = ()
     timeout_s: float = 30.0
     output_cap_chars: int = 10_000
 
 
-async def run_shell(
-    command: str, *, cwd: Path | None, timeout_s: float, output_cap_chars: int
-) -> ShellResult:
+async def run_shell(command: str, options: ShellOptions, *, timeout_s: float) -> ShellResult:
     """Run ``command``; never raises for the command's own failure or a timeout.
 
-    The call ends when ``sh`` exits (or times out): then whatever is left of its process
-    group (background children) is stopped, what was already written is read, and the pipe
-    is closed even if a process outside the group still holds it.
+    The call ends when ``sh`` exits (or times out): then whatever it left running is
+    stopped, what was already written is read, and the pipe is closed even if a process
+    still holds it. OSError when the launcher itself cannot be started.
     """
-    return await run(
+    return await run_confined(
+        options.settings,
         ["/bin/sh", "-c", command],
+        workspace=options.workspace,
+        guarded=options.guarded,
         timeout=timeout_s,
-        cwd=cwd,
-        output_cap_chars=output_cap_chars,
+        output_cap_chars=options.output_cap_chars,
         grace=KILL_GRACE_S,
+        through=scrubber().stream(),
     )
 
 
-def shell_tool(
-    *, cwd: Path | None = None, timeout_s: float = 30.0, output_cap_chars: int = 10_000
-) -> ToolDef:
-    """The tool, running commands in ``cwd``; ``timeout_s`` is also the longest a call may
-    ask for."""
+def shell_tool(options: ShellOptions) -> ToolDef:
+    """The tool, running commands in ``options.workspace``; ``options.timeout_s`` is also the
+    longest a call may ask for."""
+    timeout_s = options.timeout_s
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {
@@ -69,9 +81,10 @@ def shell_tool(
         "required": ["command"],
     }
     description = (
-        f"Run a shell command in {cwd or 'the current directory'} (stdin closed) and get its "
-        f"combined stdout/stderr (head and tail of at most {output_cap_chars} characters) "
-        "and exit code."
+        f"Run a shell command in {options.workspace} (stdin closed; sandboxed like a pad: "
+        "files outside that directory are read-only or hidden) and get its combined "
+        f"stdout/stderr (head and tail of at most {options.output_cap_chars} characters) and "
+        "exit code."
     )
 
     async def handle(context: object, tool_input: dict[str, Any]) -> ToolOutcome:
@@ -79,9 +92,7 @@ def shell_tool(
         if wanted is not None and wanted <= 0:
             raise InvalidInputError("timeout_s must be a number of seconds > 0")
         limit = min(float(wanted), timeout_s) if wanted is not None else timeout_s
-        result = await run_shell(
-            tool_input["command"], cwd=cwd, timeout_s=limit, output_cap_chars=output_cap_chars
-        )
+        result = await run_shell(tool_input["command"], options, timeout_s=limit)
         return _outcome(result, limit)
 
     return ToolDef(NAME, description, schema, handle)

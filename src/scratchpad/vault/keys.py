@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, VaultError
 from scratchpad.fsutil import create_exclusive, private_dir
+from scratchpad.vault.scrub import register
 
 log = logging.getLogger(__name__)
 KEY_FILE = "vault.key"
@@ -48,7 +49,15 @@ def key_path(settings: Settings) -> Path:
 
 
 def resolve_key(settings: Settings, keyring: Keyring | None, *, create: bool) -> bytes | None:
-    """The key as bytes; None when there is none yet and ``create`` is false."""
+    """The key as bytes; None when there is none yet and ``create`` is false. The scrubber
+    knows it from then on, wherever it came from."""
+    key = _resolve(settings, keyring, create=create)
+    if key is not None:
+        register([(key.decode("ascii", "replace"), "SCRATCHPAD_VAULT_KEY")])
+    return key
+
+
+def _resolve(settings: Settings, keyring: Keyring | None, *, create: bool) -> bytes | None:
     account = str(settings.home)
     stored = _keyring_get(keyring, account)
     if stored:
