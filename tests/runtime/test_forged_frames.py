@@ -222,3 +222,35 @@ async def test_forged_answers_between_cells_are_not_taken_for_the_real_ones(
     assert "Already installed" not in output
     cell = await pad.execute("stop.set()\nimport sp_demo_pkg\nsp_demo_pkg.VERSION")
     assert (cell.status, cell.result) == ("ok", "'1.0'"), cell.error
+
+
+async def test_a_cell_that_fills_its_own_control_input_cannot_hang_the_server(
+    manager: ScratchpadManager, scratch: Path
+) -> None:
+    """The cell fills the pipe the server writes the kernel's messages into and stays busy:
+    the server's next message to that kernel waits, and nothing else does."""
+    pad = await manager.get_or_create("filler")
+    other = await manager.get_or_create("other")
+    go, gave_up = scratch / "go", scratch / "gave-up"
+    code = (
+        "import os, time\n"
+        f"fd = os.open('/proc/self/fd/' + str({KERNEL}.ctrl_in), os.O_WRONLY | os.O_NONBLOCK)\n"
+        "try:\n"
+        "    while True:\n"
+        "        os.write(fd, b'\\0' * 4096)\n"
+        "except BlockingIOError:\n"
+        "    pass\n" + forge(done("x1", "'chosen'")) + "deadline = time.monotonic() + 10\n"
+        f"while not os.path.exists({str(go)!r}) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        f"if not os.path.exists({str(go)!r}):\n"
+        f"    open({str(gave_up)!r}, 'w').close()\n"
+    )
+    assert (await pad.execute(code, cell_id="x1")).result == "'chosen'"
+    waiting = asyncio.create_task(pad.execute("'y'"))  # its message cannot be written yet
+    cell = await other.execute("6 * 7")
+    assert cell.result == "42"
+    assert not gave_up.exists(), "the server was stuck until the cell gave up"
+    assert not waiting.done()
+    go.touch()
+    await waiting  # whatever the kernel makes of the zeros the cell left in its input
+    await assert_healthy(pad)

@@ -74,6 +74,8 @@ class KernelProcess:
         self.group = group
         self.pid = group.pid
         self._ctrl_w = ctrl_w
+        os.set_blocking(ctrl_w, False)
+        self._unsent = bytearray()  # frames to the kernel the pipe could not take yet
         self._fds = {ctrl_r: "ctrl", out_r: "stdout", err_r: "stderr"}
         self._ctrl_r, self._out_r, self._err_r = ctrl_r, out_r, err_r
         self._open_outputs = {out_r, err_r}
@@ -424,14 +426,38 @@ class KernelProcess:
 
     # -- commands ---------------------------------------------------------------------------
     def send(self, message: dict[str, object]) -> bool:
-        """Send a frame; False when the kernel is gone (the caller reports the exit)."""
+        """Send a frame; False when the kernel is gone (the caller reports the exit).
+
+        Never blocks: what the pipe cannot take now (the kernel is busy in a cell, or a cell
+        filled the pipe itself) waits here and is written as the kernel reads.
+        """
         if self.channel_closed:
             return False
+        frame = protocol.encode(message)
+        if self._unsent:
+            self._unsent += frame
+            return True
         try:
-            protocol.write_all(self._ctrl_w, protocol.encode(message))
-        except (BrokenPipeError, OSError):
+            written = os.write(self._ctrl_w, frame)
+        except BlockingIOError:
+            written = 0
+        except OSError:
             return False
+        if written < len(frame):
+            self._unsent += frame[written:]
+            self._loop.add_writer(self._ctrl_w, self._write_unsent)
         return True
+
+    def _write_unsent(self) -> None:
+        try:
+            written = os.write(self._ctrl_w, self._unsent)
+        except BlockingIOError:
+            return
+        except OSError:  # the kernel is gone: its exit is reported by the reading side
+            written = len(self._unsent)
+        del self._unsent[:written]
+        if not self._unsent:
+            self._loop.remove_writer(self._ctrl_w)
 
     def execute(self, cell_id: str, code: str) -> bool:
         """Run a cell; from now on the cell frames taken are this cell's (see :meth:`_route`).
@@ -489,8 +515,13 @@ class KernelProcess:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._fds.clear()
-        with contextlib.suppress(OSError):
-            os.close(self._ctrl_w)
+        self._unsent.clear()
+        if self._ctrl_w >= 0:  # once: a second close could hit a reused fd number
+            with contextlib.suppress(ValueError, RuntimeError):
+                self._loop.remove_writer(self._ctrl_w)
+            with contextlib.suppress(OSError):
+                os.close(self._ctrl_w)
+            self._ctrl_w = -1
         self.channel_closed = True
         self.group.close()
         _LIVE.discard(self)
