@@ -381,9 +381,10 @@ class KernelProcess:
 
     def _take(self) -> Event:
         event = self._events.popleft()
-        if _ends_cell(event):
+        kind = event[0]
+        if kind == "synced" or (kind == "msg" and event[1]["type"] == "done"):
             self.ends_queued -= 1
-        elif event[0] in ("stdout", "stderr"):
+        elif kind in ("stdout", "stderr"):
             self._queued_bytes -= len(event[1])
             if self._paused and self._queued_bytes <= MAX_QUEUED_BYTES // 2:
                 self._paused = False
@@ -393,9 +394,10 @@ class KernelProcess:
     def _push(self, event: Event) -> None:
         if event[0] == "exit" and self.on_exit is not None:
             self.on_exit(self)
-        if _ends_cell(event):
+        kind = event[0]
+        if kind == "synced" or (kind == "msg" and event[1]["type"] == "done"):
             self.ends_queued += 1
-        elif event[0] in ("stdout", "stderr"):
+        elif kind in ("stdout", "stderr"):
             self._queued_bytes += len(event[1])
         self._events.append(event)
         self.wake()
@@ -525,10 +527,6 @@ class KernelProcess:
         self.channel_closed = True
         self.group.close()
         _LIVE.discard(self)
-
-
-def _ends_cell(event: Event) -> bool:
-    return event[0] == "synced" or (event[0] == "msg" and event[1].get("type") == "done")
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

@@ -220,8 +220,11 @@ class FrameReader:
         end = HEADER.size + length
         if len(buffer) < end:
             return None
-        with memoryview(buffer) as view:
-            body = view[HEADER.size : end].tobytes()
+        if length < LARGE_FRAME:
+            body = bytes(buffer[HEADER.size : end])
+        else:  # one copy, not two
+            with memoryview(buffer) as view:
+                body = view[HEADER.size : end].tobytes()
         del buffer[:end]
         return body
 
