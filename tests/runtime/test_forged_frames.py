@@ -98,6 +98,22 @@ async def test_a_frame_of_garbage_json_ends_only_its_cell(pad: ScratchpadRuntime
     await assert_healthy(pad)
 
 
+async def test_garbage_from_earlier_code_loses_only_the_answer_of_the_cell_it_hid(
+    pad: ScratchpadRuntime,
+) -> None:
+    """The forger's code, still running after its forged ``done``, writes garbage while the
+    next cell waits: that cell's frames are skipped with the garbage, and it says so."""
+    code = forge(done("x1", "'chosen'")) + AWAIT_NEXT + forge(b"\xff" * 8)
+    assert (await pad.execute(code, cell_id="x1")).result == "'chosen'"
+    hidden = await pad.execute("print('y ran')\nkept = 2\n'y'")
+    assert (hidden.status, hidden.result, hidden.stdout) == ("error", None, "y ran\n")
+    assert hidden.error is not None
+    assert hidden.error.startswith(
+        "The cell ran, but its answer was lost: the kernel sent a frame of 4,294,967,295 bytes"
+    )
+    assert (await pad.execute("kept")).result == "2"
+
+
 async def test_a_400_megabyte_frame_is_never_held_and_other_pads_keep_running(
     workspace: Path, settings: Settings
 ) -> None:
@@ -166,8 +182,10 @@ async def test_a_display_too_big_for_a_frame_becomes_a_note(
         cell = await pad.execute(code)
         assert (cell.status, cell.result) == ("ok", "'after'"), cell.error
         notes = [bundle["text/plain"] for bundle in cell.outputs]
-        assert "(text/html, text/plain) was dropped: over the 16 MiB frame cap]" in notes[0]
-        assert "was dropped: more than 100,000 JSON values]" in notes[1]
+        assert notes[0].startswith("[a display (text/html, text/plain) was dropped: as a frame")
+        assert notes[0].endswith(" bytes, over the 16 MiB frame cap]")
+        assert notes[1].startswith("[a display (application/json, text/plain) was dropped: ")
+        assert notes[1].endswith(" bytes with more than 100,000 JSON values]")
         await assert_healthy(pad)
 
 

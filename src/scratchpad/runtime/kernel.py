@@ -355,6 +355,7 @@ class KernelProcess:
         self._sync = None
         if sync.cell is not None and sync.cell == self.cell:
             self.cell = None
+            self._drain_outputs()  # the kernel flushed them when it finished that cell
             self._push(("synced", (sync.cell, sync.why)))
 
     def _on_protocol_error(self, error: str) -> None:

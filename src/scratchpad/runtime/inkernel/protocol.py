@@ -82,9 +82,9 @@ def encode_bounded(message: dict[str, object]) -> bytes:
     if len(body) <= KERNEL_FRAME_CAP and value_bound(body) > MAX_VALUES:
         body = _escaped(message).encode("utf-8", "surrogatepass")
         if value_bound(body) > MAX_VALUES:
-            raise FrameTooBig(f"more than {MAX_VALUES:,} JSON values")
+            raise FrameTooBig(f"{len(body):,} bytes with more than {MAX_VALUES:,} JSON values")
     if len(body) > KERNEL_FRAME_CAP:
-        raise FrameTooBig(f"over the {KERNEL_FRAME_CAP >> 20} MiB frame cap")
+        raise FrameTooBig(f"{len(body):,} bytes, over the {KERNEL_FRAME_CAP >> 20} MiB frame cap")
     return HEADER.pack(len(body)) + body
 
 

@@ -166,9 +166,8 @@ class Kernel:
         try:
             frame = protocol.encode_bounded({"type": "display", "id": self.cell_id, "data": bundle})
         except protocol.FrameTooBig as exc:
-            size = sum(len(value) if isinstance(value, str) else 0 for value in bundle.values())
             kinds = ", ".join(sorted(str(kind) for kind in bundle))
-            note = f"[a display of {size} characters ({kinds}) was dropped: {exc}]"
+            note = f"[a display ({kinds}) was dropped: as a frame it takes {exc}]"
             frame = protocol.encode_bounded(
                 {"type": "display", "id": self.cell_id, "data": {"text/plain": note}}
             )
