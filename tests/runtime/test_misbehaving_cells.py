@@ -211,10 +211,15 @@ async def test_sigint_ignored_by_the_cell_gets_it_killed(
 
 
 async def test_garbage_written_to_the_control_channel(pad: ScratchpadRuntime) -> None:
+    """Eight bytes of 0xff read as a 4 GiB length: the cell ends, the kernel and its state
+    stay (more forged frames: test_forged_frames.py)."""
+    await pad.execute("kept = 1")
     cell = await pad.execute("import os, sys\nos.write(int(sys.argv[2]), b'\\xff' * 8)\n1")
-    assert cell.status == "killed"
-    assert cell.error is not None and "invalid control frame" in cell.error
+    assert cell.status == "error"
+    assert cell.error is not None and "4,294,967,295 bytes, over the 16 MiB cap" in cell.error
+    assert "variables are kept" in cell.error
     await assert_healthy(pad)
+    assert (await pad.execute("kept")).result == "1"
 
 
 async def test_kernel_killed_while_idle_restarts_on_the_next_cell(

@@ -176,7 +176,7 @@ async def test_stdlib_venv_fallback_runs_a_kernel(tmp_path: Path) -> None:
         venv.venv_python(root), cwd=tmp_path, env=dict(os.environ), config={}, timeout=20
     )
     try:
-        assert kernel.send({"type": "execute", "code": "import sys, pytest\nsys.prefix"})
+        assert kernel.execute("c1", "import sys, pytest\nsys.prefix")
         deadline = asyncio.get_running_loop().time() + 20
         while (event := await kernel.next_event(deadline)) is not None:
             if event[0] == "msg" and event[1]["type"] == "done":

@@ -9,6 +9,10 @@ none came for the inactivity window is the cell stopped as hung. An interrupt (c
 timeout) waits for the kernel's ``started`` report, because before it SIGINT has nothing to
 stop; the grace clock runs from the interrupt.
 
+A frame that breaks the protocol while the cell runs (a cell wrote to the control channel: see
+kernel.py) ends the cell the same way: interrupted, then ended as an error that says so once
+the kernel answers the parent's sync (variables kept), or killed after the grace.
+
 Secrets: everything a cell says passes the process's scrubber here, where it enters the core,
 so streams, the stored history and every view of the cell carry no secret. Streamed output
 goes through one stream scrubber per channel (a secret split across two reads is still
@@ -38,7 +42,7 @@ from scratchpad.runtime.timeouts import Timeouts
 from scratchpad.text import clean_data, clean_text, cut_middle
 from scratchpad.vault.scrub import scrub, scrub_bundle, scrubber
 
-StopReason = Literal["timeout", "inactivity", "cancelled", "aborted"]
+StopReason = Literal["timeout", "inactivity", "cancelled", "aborted", "violation"]
 MESSAGE_CAP = 4_000  # characters of one progress message or note
 STREAM_INTERVAL_S = 1.0  # past the kept head, at most one progress/display frame per second
 
@@ -85,6 +89,7 @@ class CellRun:
         self.died = False  # the kernel died on its own (not killed by the ladder)
         self.done_event = asyncio.Event()
         self.stop_reason: StopReason | None = None
+        self.violation: str | None = None  # how the kernel broke the protocol in this cell
         self.cancel_requested = False
         self._abort_text: str | None = None
         loop = asyncio.get_running_loop()
@@ -103,9 +108,8 @@ class CellRun:
 
     def begin(self) -> bool:
         """Send the code to the kernel; False when the kernel is already gone."""
-        self.kernel.started = None
         self.kernel.on_started = self._on_started
-        return self.kernel.send({"type": "execute", "code": self.cell.code, "id": self.cell.id})
+        return self.kernel.execute(self.cell.id, self.cell.code)
 
     def _on_started(self) -> None:
         if self._interrupt_pending:
@@ -153,6 +157,10 @@ class CellRun:
             return await self._on_message(payload)
         if kind == "exit":
             return [await self._end(self._exited())]
+        if kind == "violation":
+            return self._on_violation(payload)
+        if kind == "synced":
+            return self._on_synced(*payload)
         text = self.channels[kind].append(payload)  # type: ignore[index]
         return [OutputEvent(kind, text)] if text else []  # type: ignore[arg-type]
 
@@ -166,7 +174,7 @@ class CellRun:
     def _due(self) -> bool:
         if self.cancel_requested and self.stop_reason is None:
             return True
-        if self.kernel.done_queued:
+        if self.kernel.ends_queued:
             return False  # the answer is in the queue: read up to it, whatever the clock says
         return self._loop.time() >= self._deadline()
 
@@ -193,6 +201,33 @@ class CellRun:
             return [self._finish_done(message)]
         return []
 
+    def _on_violation(self, why: str) -> list[StreamItem]:
+        """The kernel broke the protocol while in this cell: stop the cell (nothing more it
+        sends is taken; it ends when the kernel answers the sync, see :meth:`_on_synced`)."""
+        if self.violation is None:
+            self.violation = why
+            if self._interrupted_at is None:
+                self._want_interrupt("violation", self._loop.time())
+        return []
+
+    def _on_synced(self, cell_id: str, why: str) -> list[StreamItem]:
+        """The kernel is past this cell, and its own end was not taken: end it as an error."""
+        if cell_id != self.cell.id:
+            return []
+        self.cell.status = "error"
+        if self.violation is not None:
+            self.cell.error = f"{self._violation_words()} (interrupted; variables are kept).\n"
+        else:
+            self.cell.error = (
+                f"The cell ran, but its answer was lost: {why[:1].lower()}{why[1:]} before it "
+                "started (code of an earlier cell wrote to the kernel's control channel). "
+                "Variables are kept.\n"
+            )
+        return [self._finish()]
+
+    def _violation_words(self) -> str:
+        return f"{self.violation}: a cell wrote to the kernel's control channel; the cell was ended"
+
     def _keep(self, in_head: bool, now: float) -> bool:
         """Whether to stream a progress/display event: always in the head, then rarely."""
         if in_head or now - self._last_streamed >= STREAM_INTERVAL_S:
@@ -205,7 +240,7 @@ class CellRun:
             return [await self._end(self._exited())]
         now = self._loop.time()
         if self._interrupted_at is not None:
-            if now >= self._interrupted_at + self.grace and not self.kernel.done_queued:
+            if now >= self._interrupted_at + self.grace and not self.kernel.ends_queued:
                 return [await self._end(self._killed())]
             return []
         silent = now >= self._last_alive() + self.timeouts.inactivity
@@ -270,6 +305,8 @@ class CellRun:
                 "Split such work into smaller steps; the window grows with estimated_seconds, "
                 "up to SCRATCHPAD_MAX_INACTIVITY_S, whatever timeout_s says.",
             )
+        if self.stop_reason == "violation":
+            return self._violation_words(), ""
         return "Cell cancelled", ""
 
     def _finish_done(self, message: dict[str, object]) -> Cell:

@@ -6,6 +6,12 @@ fd 1 and fd 2. The parent reads the three incoming pipes from the event loop wit
 are drained first, so every byte the cell wrote before finishing belongs to that cell. When
 more than ``MAX_QUEUED_BYTES`` of output wait unconsumed, reading pauses and the kernel's
 writes block (flow control) until the queue is taken.
+
+Frames from the kernel are untrusted (a cell can write to the channel): each length is checked
+before its body is read, a large frame is decoded on a worker thread while reading waits (so
+order holds), and each frame is bound to what it answers (see :meth:`KernelProcess._route`). A
+frame that breaks these rules during a cell ends that cell (a ``violation`` event), and a
+``sync`` round trip finds where the kernel's own frames resume.
 """
 
 from __future__ import annotations
@@ -16,10 +22,13 @@ import collections
 import contextlib
 import fcntl
 import json
+import logging
 import os
+import secrets
 import signal
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +37,31 @@ from scratchpad.runtime.inkernel import protocol
 from scratchpad.runtime.procgroup import ProcessGroup
 from scratchpad.runtime.sandboxing import TRUSTED_FLAGS
 
+log = logging.getLogger(__name__)
 WORKER_PATH = Path(__file__).parent / "inkernel" / "worker.py"
 READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20  # bigger pipes: a cell can write 1 MiB without waiting for the parent
 MAX_QUEUED_BYTES = 8 << 20  # output queued but not consumed before reading pauses
 # Frames whose place among the output matters: output written before them is in the pipes.
 ORDERED_AFTER_OUTPUT = frozenset({"done", "progress", "display"})
+CELL_FRAMES = frozenset({"started", *ORDERED_AFTER_OUTPUT})  # carry the id of their cell
+REPLIES = frozenset({"ack", "installed"})  # carry the id of their request
 
-# An event is (kind, payload): ("stdout"|"stderr", bytes), ("msg", dict) or ("exit", None).
+# An event is (kind, payload): ("stdout"|"stderr", bytes), ("msg", dict), ("exit", None),
+# ("violation", why): a frame broke the protocol while the running cell ran (end that cell),
+# ("synced", (cell id, why)): the kernel is past that cell, whose answer was not taken.
 Event = tuple[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Sync:
+    """A ``sync`` sent after a bad frame: the answer that ends it, and what it settles."""
+
+    nonce: str
+    answer: bytes  # the whole frame the kernel answers with (scanned for when lost)
+    cell: str | None  # the cell sent before it: the kernel is past it once answered
+    why: str
+
 
 _LIVE: weakref.WeakSet[KernelProcess] = weakref.WeakSet()
 
@@ -50,21 +75,32 @@ class KernelProcess:
         self.group = group
         self.pid = group.pid
         self._ctrl_w = ctrl_w
+        os.set_blocking(ctrl_w, False)
+        self._unsent = bytearray()  # frames to the kernel the pipe could not take yet
         self._fds = {ctrl_r: "ctrl", out_r: "stdout", err_r: "stderr"}
         self._ctrl_r, self._out_r, self._err_r = ctrl_r, out_r, err_r
         self._open_outputs = {out_r, err_r}
+        self._ctrl_open = True
+        self._watched: set[int] = set()
         self._queued_bytes = 0
         self._paused = False
-        self.done_queued = 0  # the kernel answered; the listener has not got there yet
-        self._decoder = protocol.FrameDecoder()
+        self._decoding = False  # a large frame decodes on a thread: reading waits
+        self.ends_queued = 0  # the cell's end (done, synced) is queued, not yet taken
+        self._reader = protocol.FrameReader()
+        self._booted = False  # "ready" came: from now on a bad frame is a violation
+        self.cell: str | None = None  # whose frames are taken (set by execute)
+        self._violation: str | None = None  # why that cell is being ended
+        self._request_id: str | None = None  # whose answer is taken (set by request)
+        self._requests = 0
+        self._sync: _Sync | None = None
         self._events: collections.deque[Event] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
         self._loop = asyncio.get_running_loop()
         # Signs of life are kept here, not queued: a heartbeat or "started" must not cost
         # the listener a wake-up of its own.
         self.last_alive = self._loop.time()  # the last output or frame from the kernel
-        self.started: str | None = None  # the id the kernel reported entering (reset by
-        self.on_started: Callable[[], None] | None = None  # the caller before each cell)
+        self.started: str | None = None  # the cell the kernel reported entering
+        self.on_started: Callable[[], None] | None = None
         self.on_exit: Callable[[KernelProcess], None] | None = None  # its channel closed
         self.channel_closed = False
         self.protocol_error: str | None = None
@@ -72,7 +108,7 @@ class KernelProcess:
         self.ready: dict[str, Any] = {}  # the ready frame (pid, python, sandbox)
         for fd in self._fds:
             os.set_blocking(fd, False)
-            self._loop.add_reader(fd, self._on_readable, fd)
+        self._watch()
         _LIVE.add(self)
 
     # -- start ------------------------------------------------------------------------------
@@ -162,6 +198,21 @@ class KernelProcess:
                 )
 
     # -- events -----------------------------------------------------------------------------
+    def _watch(self) -> None:
+        """Read the pipes that may be read now: none while a large frame decodes (what comes
+        after it waits its turn), the outputs not while flow control holds them."""
+        wanted: set[int] = set()
+        if not self._decoding:
+            if self._ctrl_open:
+                wanted.add(self._ctrl_r)
+            if not self._paused:
+                wanted |= self._open_outputs
+        for fd in self._watched - wanted:
+            self._loop.remove_reader(fd)
+        for fd in wanted - self._watched:
+            self._loop.add_reader(fd, self._on_readable, fd)
+        self._watched = wanted
+
     def _on_readable(self, fd: int) -> None:
         try:
             data = os.read(fd, READ_SIZE)
@@ -172,41 +223,150 @@ class KernelProcess:
         kind = self._fds[fd]
         self.last_alive = self._loop.time()
         if not data:
-            self._loop.remove_reader(fd)
             self._open_outputs.discard(fd)
             if kind == "ctrl":
+                self._ctrl_open = False
                 self.channel_closed = True
                 self._drain_outputs()
                 self._push(("exit", None))
+            self._watch()
             return
         if kind != "ctrl":
             self._push((kind, data))
             if self._queued_bytes > MAX_QUEUED_BYTES and not self._paused:
-                self._pause_outputs()
+                self._paused = True  # nobody consumes output: the kernel's writes block
+                self._watch()
             return
+        self._reader.feed(data)
+        self._read_frames()
+
+    def _read_frames(self) -> None:
+        """Take the whole frames read so far, in order; a large one goes to a thread."""
+        reader = self._reader
+        while self._ctrl_open and not self._decoding:
+            try:
+                body = reader.next()
+            except protocol.ProtocolError as exc:
+                self._broken(str(exc))
+                continue
+            if body is None:
+                return
+            if len(body) >= protocol.LARGE_FRAME:
+                self._drain_outputs()  # now: while it decodes, later output may arrive
+                self._decoding = True
+                self._watch()
+                decoding = self._loop.run_in_executor(None, protocol.decode, body)
+                decoding.add_done_callback(self._on_decoded)
+                return
+            try:
+                message = protocol.decode(body)
+            except protocol.ProtocolError as exc:
+                self._broken(str(exc))
+                continue
+            self._route(message)
+
+    def _on_decoded(self, decoding: asyncio.Future[dict[str, object]]) -> None:
+        self._decoding = False
+        if not self._fds or decoding.cancelled():
+            return  # stopped meanwhile
         try:
-            messages = self._decoder.feed(data)
-        except (protocol.ProtocolError, ValueError) as exc:
-            self._on_protocol_error(str(exc))
+            message = decoding.result()
+        except protocol.ProtocolError as exc:
+            self._broken(str(exc))
+        except MemoryError:
+            self._broken("a frame too large to decode")
+        else:
+            self._route(message, drained=True)
+        self._read_frames()
+        self._watch()
+
+    def _route(self, message: dict[str, Any], *, drained: bool = False) -> None:
+        """Queue what a frame means, if it means anything now.
+
+        Cell frames count only for the cell sent last (``cell``) and, until its ``started``,
+        not at all: before it the kernel is still in earlier code (e.g. a cell that forged its
+        own ``done``, whose real one comes later). Answers count only for the request sent
+        last. A frame for another cell, or a second ``started``, is a violation.
+        """
+        kind = message["type"]
+        if kind == "heartbeat":
             return
-        for message in messages:
-            frame_type = message.get("type")
-            if frame_type == "heartbeat":
-                continue
-            if frame_type == "started":
-                self.started = str(message.get("id", ""))
-                if self.on_started is not None:
-                    self.on_started()
-                continue
-            if frame_type in ORDERED_AFTER_OUTPUT:
-                self._drain_outputs()  # what the cell printed before this came first
+        if kind in CELL_FRAMES:
+            self._route_cell_frame(kind, message, drained)
+        elif kind in REPLIES:
+            if self._request_id is not None and message.get("id") == self._request_id:
+                self._request_id = None
+                self._push(("msg", message))
+        elif kind == "synced":
+            self._on_synced(message)
+        elif not self._booted and kind in ("ready", "refused"):
+            self._booted = kind == "ready"
             self._push(("msg", message))
 
+    def _route_cell_frame(self, kind: str, message: dict[str, Any], drained: bool) -> None:
+        cell = self.cell
+        if cell is None or self._violation is not None:
+            return  # between cells, or the cell is being ended: nothing more is taken
+        same = message.get("id") == cell
+        if self.started is None:
+            if same and kind == "started":
+                self.started = cell
+                if self.on_started is not None:
+                    self.on_started()
+            return
+        if kind == "started" or not same:
+            what = "a second 'started' frame" if same else f"a {kind!r} frame for another cell"
+            self._violate(f"The kernel sent {what}")
+            return
+        if not drained:
+            self._drain_outputs()  # what the cell printed before this came first
+        if kind == "done":
+            self.cell = None
+        self._push(("msg", message))
+
+    def _broken(self, what: str) -> None:
+        """A frame that could not be read: before ``ready`` the kernel is unusable; later
+        the stream may be misaligned, so it is skipped up to the kernel's answer to a sync."""
+        if not self._booted:
+            self._on_protocol_error(what)
+            return
+        self._violate(f"The kernel sent {what}", lost=True)
+
+    def _violate(self, why: str, *, lost: bool = False) -> None:
+        """A frame broke the protocol. The running cell (if the kernel is in it) is told to
+        end; a ``sync`` finds the point where the kernel is past it (and, when ``lost``, where
+        its frames resume)."""
+        blamed = self.cell is not None and self.started is not None and self._violation is None
+        if blamed:
+            self._violation = why
+        if self._sync is None:
+            nonce = secrets.token_hex(8)
+            answer = protocol.encode({"type": "synced", "nonce": nonce})
+            self._sync = _Sync(nonce, answer, self.cell, why)
+            self.send({"type": "sync", "nonce": nonce})
+        if lost:
+            self._reader.lose(self._sync.answer)
+        if blamed:
+            self._push(("violation", why))
+        else:
+            log.debug("kernel %d: %s (no cell of it runs)", self.pid, why)
+
+    def _on_synced(self, message: dict[str, Any]) -> None:
+        sync = self._sync
+        if sync is None or message.get("nonce") != sync.nonce:
+            return  # not the answer to our sync: forged, or stale
+        self._sync = None
+        if sync.cell is not None and sync.cell == self.cell:
+            self.cell = None
+            self._drain_outputs()  # the kernel flushed them when it finished that cell
+            self._push(("synced", (sync.cell, sync.why)))
+
     def _on_protocol_error(self, error: str) -> None:
-        """Garbage on the control channel: the kernel cannot be trusted any more; kill it."""
+        """Garbage on the control channel before ``ready``: the kernel is unusable; kill it."""
         self.protocol_error = f"sent an invalid control frame ({error}) and was stopped"
         self.group.kill_now()
-        self._loop.remove_reader(self._ctrl_r)
+        self._ctrl_open = False
+        self._watch()
         self.channel_closed = True
         self._drain_outputs()
         self._push(("exit", None))
@@ -223,30 +383,25 @@ class KernelProcess:
                     break
                 self._push((kind, data))
 
-    def _pause_outputs(self) -> None:
-        """Flow control: nobody consumes output, so stop reading; the kernel's writes block."""
-        self._paused = True
-        for fd in self._open_outputs:
-            self._loop.remove_reader(fd)
-
     def _take(self) -> Event:
         event = self._events.popleft()
-        if event[0] == "msg" and event[1].get("type") == "done":
-            self.done_queued -= 1
-        elif event[0] in ("stdout", "stderr"):
+        kind = event[0]
+        if kind == "synced" or (kind == "msg" and event[1]["type"] == "done"):
+            self.ends_queued -= 1
+        elif kind in ("stdout", "stderr"):
             self._queued_bytes -= len(event[1])
             if self._paused and self._queued_bytes <= MAX_QUEUED_BYTES // 2:
                 self._paused = False
-                for fd in self._open_outputs:
-                    self._loop.add_reader(fd, self._on_readable, fd)
+                self._watch()
         return event
 
     def _push(self, event: Event) -> None:
         if event[0] == "exit" and self.on_exit is not None:
             self.on_exit(self)
-        if event[0] == "msg" and event[1].get("type") == "done":
-            self.done_queued += 1
-        elif event[0] in ("stdout", "stderr"):
+        kind = event[0]
+        if kind == "synced" or (kind == "msg" and event[1]["type"] == "done"):
+            self.ends_queued += 1
+        elif kind in ("stdout", "stderr"):
             self._queued_bytes += len(event[1])
         self._events.append(event)
         self.wake()
@@ -277,14 +432,51 @@ class KernelProcess:
 
     # -- commands ---------------------------------------------------------------------------
     def send(self, message: dict[str, object]) -> bool:
-        """Send a frame; False when the kernel is gone (the caller reports the exit)."""
+        """Send a frame; False when the kernel is gone (the caller reports the exit).
+
+        Never blocks: what the pipe cannot take now (the kernel is busy in a cell, or a cell
+        filled the pipe itself) waits here and is written as the kernel reads.
+        """
         if self.channel_closed:
             return False
+        frame = protocol.encode(message)
+        if self._unsent:
+            self._unsent += frame
+            return True
         try:
-            protocol.write_all(self._ctrl_w, protocol.encode(message))
-        except (BrokenPipeError, OSError):
+            written = os.write(self._ctrl_w, frame)
+        except BlockingIOError:
+            written = 0
+        except OSError:
             return False
+        if written < len(frame):
+            self._unsent += frame[written:]
+            self._loop.add_writer(self._ctrl_w, self._write_unsent)
         return True
+
+    def _write_unsent(self) -> None:
+        try:
+            written = os.write(self._ctrl_w, self._unsent)
+        except BlockingIOError:
+            return
+        except OSError:  # the kernel is gone: its exit is reported by the reading side
+            written = len(self._unsent)
+        del self._unsent[:written]
+        if not self._unsent:
+            self._loop.remove_writer(self._ctrl_w)
+
+    def execute(self, cell_id: str, code: str) -> bool:
+        """Run a cell; from now on the cell frames taken are this cell's (see :meth:`_route`).
+        False when the kernel is gone."""
+        self.cell, self.started, self._violation = cell_id, None, None
+        return self.send({"type": "execute", "code": code, "id": cell_id})
+
+    def request(self, message: dict[str, object]) -> bool:
+        """Ask the idle kernel something; only the answer that carries this request's id is
+        queued (a forged or late one is dropped). False when the kernel is gone."""
+        self._requests += 1
+        self._request_id = f"r{self._requests}"
+        return self.send({**message, "id": self._request_id})
 
     def interrupt(self) -> None:
         self.group.send_signal(signal.SIGINT)
@@ -328,14 +520,21 @@ class KernelProcess:
 
     def close_fds(self) -> None:
         self._open_outputs.clear()
+        self._ctrl_open = False
+        self._watched.clear()
         for fd in list(self._fds):
             with contextlib.suppress(ValueError, RuntimeError):
                 self._loop.remove_reader(fd)
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._fds.clear()
-        with contextlib.suppress(OSError):
-            os.close(self._ctrl_w)
+        self._unsent.clear()
+        if self._ctrl_w >= 0:  # once: a second close could hit a reused fd number
+            with contextlib.suppress(ValueError, RuntimeError):
+                self._loop.remove_writer(self._ctrl_w)
+            with contextlib.suppress(OSError):
+                os.close(self._ctrl_w)
+            self._ctrl_w = -1
         self.channel_closed = True
         self.group.close()
         _LIVE.discard(self)

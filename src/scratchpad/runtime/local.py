@@ -493,7 +493,7 @@ class LocalRuntime(ScratchpadRuntime):
         """Ask the idle kernel something and wait for the answer of type ``reply``."""
         kernel = self._kernel
         assert kernel is not None
-        if not kernel.send(message):
+        if not kernel.request(message):
             raise PadError(f"pad {self.name!r}: the kernel is gone; run a cell to restart it")
         deadline = asyncio.get_running_loop().time() + REQUEST_TIMEOUT_S
         while True:

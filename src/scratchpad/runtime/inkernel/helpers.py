@@ -62,7 +62,7 @@ def capture_figures() -> None:
         figure = pyplot.figure(number)
         bundle = {"image/png": _figure_png(figure), "text/plain": repr(figure)}
         if kernel is not None:
-            kernel.send({"type": "display", "data": bundle})
+            kernel.show(bundle)
     pyplot.close("all")
 
 

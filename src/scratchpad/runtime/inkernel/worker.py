@@ -58,6 +58,7 @@ PRIVATE_MODULES = {
 BRIDGE_FUNCTIONS = ("get_llm", "agentic_loop", "web_search")
 CO_COROUTINE = 0x80
 RESULT_CAP = 100_000
+ERROR_CAP = 100_000  # characters of a cell's traceback
 MESSAGE_CAP = 4_000  # characters of one progress() message
 DEFAULT_HEARTBEAT_S = 2.0
 ASYNC_SIGNALS = {
@@ -113,6 +114,7 @@ class Kernel:
         self.in_cell = False
         self.interrupted = False
         self.count = 0
+        self.cell_id = ""  # the cell run last: its frames carry its id
         self.loop: Any = None
         self.user_module = types.ModuleType("__main__")
         self.namespace = self.user_module.__dict__
@@ -127,8 +129,11 @@ class Kernel:
 
     # -- helpers exposed to cells ---------------------------------------------------------
     def send(self, message: dict[str, object]) -> None:
-        """Write one frame. An interrupt never cuts a frame short: it waits until the end."""
-        frame = protocol.encode(message)
+        """Write one frame, one the parent accepts (see protocol.encode_bounded)."""
+        self.write(protocol.encode_bounded(message))
+
+    def write(self, frame: bytes) -> None:
+        """Write an encoded frame. An interrupt never cuts it short: it waits until the end."""
         in_main = _thread.get_ident() == self.main_thread
         with self.send_lock:
             if in_main:
@@ -144,14 +149,27 @@ class Kernel:
 
     def progress(self, message: object = "") -> None:
         """Report progress to the caller (long messages keep their head and tail)."""
-        self.send({"type": "progress", "message": cut_text(str(message), MESSAGE_CAP)})
+        text = cut_text(str(message), MESSAGE_CAP)
+        self.send({"type": "progress", "id": self.cell_id, "message": text})
 
     def display(self, *objects: object) -> None:
         """Show rich output (images, HTML, ...) for each object, like Jupyter's display()."""
         import _scratchpad_helpers
 
         for obj in objects:
-            self.send({"type": "display", "data": _scratchpad_helpers.mime_bundle(obj)})
+            self.show(_scratchpad_helpers.mime_bundle(obj))
+
+    def show(self, bundle: dict[str, Any]) -> None:
+        """Send one mime bundle; one too big for a frame becomes a note saying so."""
+        try:
+            frame = protocol.encode_bounded({"type": "display", "id": self.cell_id, "data": bundle})
+        except protocol.FrameTooBig as exc:
+            kinds = ", ".join(sorted(str(kind) for kind in bundle))
+            note = f"[a display ({kinds}) was dropped: as a frame it takes {exc}]"
+            frame = protocol.encode_bounded(
+                {"type": "display", "id": self.cell_id, "data": {"text/plain": note}}
+            )
+        self.write(frame)
 
     def sample(self, value: object, mode: str = "preview") -> None:
         """Print a type-aware view of a value: ``preview`` (short) or ``full`` (longer)."""
@@ -194,24 +212,30 @@ class Kernel:
             if message is None or message.get("type") == "shutdown":
                 return
             kind = message.get("type")
+            request = message.get("id")
             if kind == "execute":
-                self.execute(str(message.get("code", "")), str(message.get("id", "")))
+                self.execute(str(message.get("code", "")), str(request or ""))
             elif kind == "which_installed":
-                self.send({"type": "installed", "names": which_installed(message.get("names"))})
+                names = which_installed(message.get("names"))
+                self.send({"type": "installed", "id": request, "names": names})
             elif kind == "refresh_imports":
                 refresh_imports()
-                self.send({"type": "ack"})
+                self.send({"type": "ack", "id": request})
             elif kind == "set_env":
                 set_environ(message.get("env"))
-                self.send({"type": "ack"})
+                self.send({"type": "ack", "id": request})
+            elif kind == "sync":  # the parent lost track of our frames: this one it knows
+                self.send({"type": "synced", "nonce": str(message.get("nonce", ""))})
 
     def execute(self, code: str, cell_id: str) -> None:
         self.busy = True
+        self.cell_id = cell_id
         try:
             reply = self.run_cell(code, cell_id)
         except KeyboardInterrupt:  # landed in our own bookkeeping
             reply = {
                 "type": "done",
+                "id": cell_id,
                 "status": "interrupted",
                 "result": None,
                 "error": "KeyboardInterrupt",
@@ -239,10 +263,10 @@ class Kernel:
         except BaseException as exc:
             interrupted = isinstance(exc, KeyboardInterrupt) and self.interrupted
             status = "interrupted" if interrupted else "error"
-            error = format_exception(exc)
+            error = cut_text(format_exception(exc), ERROR_CAP)
         finally:
             self.in_cell = False
-        return {"type": "done", "status": status, "result": result, "error": error}
+        return {"type": "done", "id": cell_id, "status": status, "result": result, "error": error}
 
     def run_code(self, code: types.CodeType) -> object:
         value = eval(code, self.namespace)
