@@ -268,9 +268,9 @@ async def test_a_multi_method_form_tells_the_probe_every_method_and_saves_the_ch
 
 
 async def test_a_sqlite_database_is_probed_and_tested_again_once_saved(
-    vault: Vault, probe_settings: Settings, tmp_path: Path
+    vault: Vault, probe_settings: Settings, readable_dir: Path
 ) -> None:
-    database = tmp_path / "data.db"
+    database = readable_dir / "data.db"  # a file the probe's pad may read, whoever it runs as
     with sqlite3.connect(database) as db:
         db.execute("create table items (id integer)")
         db.executemany("insert into items values (?)", [(1,), (2,), (3,)])

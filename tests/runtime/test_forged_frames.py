@@ -243,10 +243,18 @@ async def test_forged_answers_between_cells_are_not_taken_for_the_real_ones(
 
 
 async def test_a_cell_that_fills_its_own_control_input_cannot_hang_the_server(
-    manager: ScratchpadManager, scratch: Path
+    settings: Settings, workspace: Path, scratch: Path
 ) -> None:
     """The cell fills the pipe the server writes the kernel's messages into and stays busy:
-    the server's next message to that kernel waits, and nothing else does."""
+    the server's next message to that kernel waits, and nothing else does. (A root server's
+    pad runs as another user and cannot even reopen that pipe: the attack needs a pad of the
+    server's own user, Landlock alone here.)"""
+    same_user = settings.model_copy(update={"namespaces": "off"})
+    async with ScratchpadManager(workspace=workspace, settings=same_user) as manager:
+        await fill_own_input(manager, scratch)
+
+
+async def fill_own_input(manager: ScratchpadManager, scratch: Path) -> None:
     pad = await manager.get_or_create("filler")
     other = await manager.get_or_create("other")
     go, gave_up = scratch / "go", scratch / "gave-up"

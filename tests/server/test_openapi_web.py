@@ -22,6 +22,7 @@ from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.names import dir_name
 from scratchpad.runtime.watch import OVERFLOW
 from scratchpad.server.app import create_app
+from tests.process_helpers import kernel_pid
 from tests.server.test_openapi import AUTH, KEY, RICH_CELL, Checker
 
 WITHIN_S = 60.0
@@ -161,7 +162,7 @@ async def test_a_snapshot_mid_cell_validates(
 
 
 async def test_info_of_a_dead_kernel_and_text_slices_validate(
-    app: FastAPI, client: httpx.AsyncClient, checker: Checker
+    app: FastAPI, client: httpx.AsyncClient, checker: Checker, pads: ScratchpadManager
 ) -> None:
     run = await client.post(
         RUN, json={"name": "p", "code": "print('abcdef')\nimport os\nos.getpid()"}
@@ -178,7 +179,7 @@ async def test_info_of_a_dead_kernel_and_text_slices_validate(
     missing = await client.get("/v1/pads/p/cells/nothing/text")
     assert missing.status_code == 404
     checker.answer(missing, "GET", text)
-    os.kill(int(cell["result"]), signal.SIGKILL)
+    os.kill(kernel_pid(pads.get("p")), signal.SIGKILL)
     async with asyncio.timeout(WITHIN_S):
         while True:  # the kernel's death is noticed when its process is reaped
             info = (await client.get("/v1/pads/p/info")).json()

@@ -102,7 +102,7 @@ async def test_a_feed_shows_a_cell_another_client_runs(
 async def test_a_feed_opened_mid_cell_starts_from_the_output_so_far(
     server: str, client: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    flag = tmp_path / "go"
+    flag = tmp_path / "home" / "workspaces" / "mid" / "go"  # in the pad's own directory
     code = (
         "import os, time\nprint('first', flush=True)\nprogress('waiting')\n"
         f"while not os.path.exists({str(flag)!r}):\n    time.sleep(0.01)\nprint('second')"

@@ -19,7 +19,7 @@ import pytest
 from scratchpad.errors import ConfigError
 from scratchpad.isolation import cli_command
 from scratchpad.server.serve import listen
-from tests.process_helpers import process_gone
+from tests.process_helpers import process_gone, processes_in
 from tests.server_helpers import running_server
 
 KEY = "loopback-key"
@@ -32,7 +32,7 @@ def server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
 
 
 def test_a_dropped_client_does_not_lose_the_cell_and_shutdown_closes_pads(
-    server: tuple[str, subprocess.Popen[str]],
+    server: tuple[str, subprocess.Popen[str]], tmp_path: Path
 ) -> None:
     url, process = server
     headers = {"Authorization": f"Bearer {KEY}"}
@@ -54,11 +54,11 @@ def test_a_dropped_client_does_not_lose_the_cell_and_shutdown_closes_pads(
         cells = httpx.get(f"{url}/v1/pads/p", headers=headers).json()["cells"]
         time.sleep(0.1)
     assert cells and cells[0]["status"] == "ok"
-    kernel_pid = int(str(cells[0]["result"]))
-    assert not process_gone(kernel_pid)
+    kernels = processes_in(tmp_path / "home" / "workspaces")  # the pad's, working there
+    assert kernels
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) in (0, -signal.SIGTERM)  # uvicorn re-raises it when done
-    assert process_gone(kernel_pid)  # graceful shutdown closed the pad
+    assert all(process_gone(pid) for pid in kernels)  # graceful shutdown closed the pad
     assert "Scratchpad serving on" in (process.stdout.read() if process.stdout else "")
 
 

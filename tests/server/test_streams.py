@@ -19,7 +19,8 @@ import httpx
 import pytest
 
 from scratchpad.isolation import cli_command
-from tests.process_helpers import process_gone
+from tests.process_helpers import process_gone, processes_in
+from tests.runtime.attacks import gone, processes_with
 from tests.server_helpers import free_port, running_server, wait_healthy
 
 KEY = "stream-key"
@@ -173,18 +174,19 @@ def test_kernels_die_with_a_killed_server(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, process)
-        body = {"name": "p", "code": "import os\nprogress(str(os.getpid()))\nwhile True: pass"}
+        body = {"name": "p", "code": "progress('running')\nwhile True: pass"}
         with httpx.stream(
             "POST", f"{url}/scratchpad/execute-stream", headers=HEADERS, json=body, timeout=30
         ) as response:
-            line = next(line for line in response.iter_lines() if line.startswith("data: "))
-            kernel = int(json.loads(line[6:])["message"])
+            next(line for line in response.iter_lines() if line.startswith("data: "))
+            kernels = processes_in(tmp_path / "home" / "workspaces")  # the pad's, working there
+            assert kernels
             process.kill()
     finally:
         process.kill()
         process.wait()
     deadline = time.monotonic() + 10
-    while not process_gone(kernel):
+    while not all(process_gone(pid) for pid in kernels):
         assert time.monotonic() < deadline, "the kernel outlived its server"
         time.sleep(0.05)
 
@@ -227,13 +229,12 @@ async def test_a_repeated_request_that_goes_away_does_not_cancel_the_cell(
 
 
 def test_a_new_server_stops_what_a_killed_one_left_behind(tmp_path: Path) -> None:
+    """A daemon a cell started (its own session) outlives neither a server killed with
+    SIGKILL nor, at the latest, the start of the next server (where no PID namespace holds a
+    pad's processes, the next server finds them by their tag)."""
     home = tmp_path / "home"
-    pid_file = home / "workspaces" / "p" / "daemon.pid"  # in the pad's own directory
-    code = (
-        "import subprocess\n"
-        "daemon = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-        "open('daemon.pid', 'w').write(str(daemon.pid))"
-    )
+    token = f"300{os.getpid()}.5"
+    code = f"import subprocess\nsubprocess.Popen(['sleep', '{token}'], start_new_session=True)"
     with running_server(home, tmp_path, KEY) as (url, process):
         answer = httpx.post(
             f"{url}/scratchpad/execute-stream",
@@ -242,12 +243,12 @@ def test_a_new_server_stops_what_a_killed_one_left_behind(tmp_path: Path) -> Non
             timeout=30,
         )
         assert '"status": "ok"' in answer.text
-        process.kill()  # no chance to stop its pads: the kernel dies, the daemon lives on
+        assert processes_with(token)
+        process.kill()  # no chance to stop its pads
         process.wait()
-    daemon = int(pid_file.read_text())
-    assert not process_gone(daemon)
-    with running_server(home, tmp_path, KEY) as (url, process):
-        deadline = time.monotonic() + 10
-        while not process_gone(daemon):
-            assert time.monotonic() < deadline, "the daemon outlived two servers"
-            time.sleep(0.05)
+    try:
+        with running_server(home, tmp_path, KEY):
+            assert asyncio.run(gone(token)) == [], "the daemon outlived two servers"
+    finally:
+        for pid in processes_with(token):
+            os.kill(pid, signal.SIGKILL)
