@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote, unquote
 
 import httpx
 import pytest
@@ -116,6 +118,30 @@ async def test_read_endpoints(client: httpx.AsyncClient) -> None:
     notebook = (await client.get("/v1/pads/read/notebook")).json()
     assert notebook["nbformat"] == 4
     assert (await client.get("/openapi.json")).status_code == 200
+
+
+def named_file(disposition: str) -> tuple[str, str]:
+    """(the ASCII stand-in, the UTF-8 name) of a Content-Disposition (RFC 6266, RFC 8187)."""
+    assert disposition.isascii(), disposition
+    found = re.fullmatch(
+        r'attachment; filename="([ -~]*)"; filename\*=UTF-8\'\'([!-~]+)', disposition
+    )
+    assert found is not None, disposition
+    return found[1], unquote(found[2], errors="strict")
+
+
+@pytest.mark.parametrize("name", ["данные", 'a/"b" \\ 😀;%41'])
+async def test_downloads_named_after_a_pad_carry_any_name(
+    client: httpx.AsyncClient, name: str
+) -> None:
+    await client.post("/scratchpad/execute-stream", json={"name": name, "code": "1"})
+    leaf = name.replace("/", "_").replace("\\", "_")  # a file's name, never a path
+    for route, suffix in [("notebook", ".ipynb"), ("dump", ".md")]:
+        answer = await client.get(f"/v1/pads/{quote(name, safe='')}/{route}")
+        assert answer.status_code == 200, answer.text
+        fallback, utf8 = named_file(answer.headers["content-disposition"])
+        assert utf8 == leaf + suffix
+        assert len(fallback) == len(utf8) and '"' not in fallback and "\\" not in fallback
 
 
 async def test_healthz_is_open_and_everything_else_needs_the_key(

@@ -99,7 +99,12 @@ class Checker:
                 break
         else:
             raise AssertionError(f"{method} {path}: {media} not in {list(responses['content'])}")
-        for name, header in responses["headers"].items():
+        self.headers(answer, method, path)
+
+    def headers(self, answer: httpx.Response, method: str, path: str) -> None:
+        """Every header documented for the answer's status present and valid."""
+        response = self.doc["paths"][path][method.lower()]["responses"][str(answer.status_code)]
+        for name, header in response.get("headers", {}).items():
             assert name in answer.headers, f"{method} {path}: no {name} header"
             Draft202012Validator(header["schema"]).validate(answer.headers[name])
 
@@ -239,9 +244,12 @@ async def test_pad_answers_validate_against_the_document(
         (f"/v1/pads/p/cells/{cell_id}", "/v1/pads/{name}/cells/{cell_id}"),
         ("/v1/pads/p/notebook", "/v1/pads/{name}/notebook"),
     ]:
-        checker.answer(await client.get(url), "GET", path)
+        answer = await client.get(url)
+        checker.answer(answer, "GET", path)
+        checker.headers(answer, "GET", path)
     dump = await client.get("/v1/pads/p/dump")
     checker.valid(dump.text, "GET", "/v1/pads/{name}/dump", 200, "text/markdown")
+    checker.headers(dump, "GET", "/v1/pads/{name}/dump")
     assert dump.headers["content-type"].startswith("text/markdown")
 
 

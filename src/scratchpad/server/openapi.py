@@ -32,6 +32,11 @@ from scratchpad.server.schemas import ErrorBody
 from scratchpad.server.web_routes import WEB_DIR
 
 SCHEMAS = "#/components/schemas/"
+DISPOSITION = {  # headers.content_disposition: an ASCII stand-in, then the name in UTF-8
+    "type": "string",
+    "pattern": '^(attachment|inline); filename="[ !#-$&-\\[\\]-~]*"; '
+    "filename\\*=UTF-8''[A-Za-z0-9%._~-]+$",
+}
 ERROR_TEXTS = {
     400: "Bad input: the message says what to change.",
     401: "Missing or wrong API key, and no live browser session: send 'Authorization: Bearer "
@@ -174,6 +179,11 @@ def sse(
     lines = ["`id: <n>`"] * numbered + ["`event: <type>`"] * named + ["`data: <json>`"]
     text = f"A stream of server-sent events: {' and '.join(lines)} frames, {ending}."
     return answers(schema, *statuses, media_type="text/event-stream", description=text)
+
+
+def attachment(description: str) -> dict[str, dict[str, Any]]:
+    """A download's ``headers=`` for :func:`answers`: its ``Content-Disposition``."""
+    return {"content-disposition": {"description": description, "schema": DISPOSITION}}
 
 
 def raw_body(description: str, media_type: str = "application/octet-stream") -> dict[str, Any]:
