@@ -257,6 +257,29 @@ async def test_unknown_routes_and_methods_answer_in_the_documented_shape(
     assert words in answer.json()["error"]
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("GET", "/scratchpad/start", "POST"),
+        ("DELETE", "/v1/pads", "GET"),
+        ("PATCH", "/v1/pads/p/files/a.txt", "DELETE, GET, PUT"),  # three routes, one path
+        ("PATCH", "/v1/pads/a%2Fb/files/x/y.txt", "DELETE, GET, PUT"),
+        ("POST", "/static/app.js", "GET, HEAD"),  # the static files' own 405
+        ("POST", "/", "GET"),
+    ],
+)
+async def test_a_405_says_which_methods_the_path_takes(
+    client: httpx.AsyncClient, method: str, path: str, allowed: str
+) -> None:
+    answer = await client.request(method, path)
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == allowed
+    assert answer.json()["type"] == "MethodNotAllowed"
+    assert answer.json()["error"].endswith(f"{method} {path}; it takes {allowed}")
+    for each in allowed.split(", "):  # and each of them is taken there
+        assert (await client.request(each, path)).status_code != 405, each
+
+
 async def test_errors_name_their_class(client: httpx.AsyncClient) -> None:
     answer = await client.post("/scratchpad/reset", json={"name": "ghost"})
     assert answer.status_code == 404

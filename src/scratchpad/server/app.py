@@ -24,7 +24,8 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
-from starlette.routing import Route
+from starlette.routing import Match, Route
+from starlette.types import Scope
 
 from scratchpad import __version__
 from scratchpad.connect.pending import PendingForms
@@ -203,8 +204,12 @@ def _error_handlers(app: FastAPI) -> None:
         where = f"{request.method} {request.url.path}"
         if exc.status_code == 404:
             return error(404, f"no such route: {where}", "NotFound")
-        if exc.status_code == 405:
-            return error(405, f"method not allowed on this route: {where}", "MethodNotAllowed")
+        if exc.status_code == 405:  # RFC 9110: a 405 says what the path takes
+            allowed = _allowed(app, request.scope) or (exc.headers or {}).get("Allow", "")
+            message = f"method not allowed on this route: {where}; it takes {allowed}"
+            refusal = error(405, message, "MethodNotAllowed")
+            refusal.headers["allow"] = allowed
+            return refusal
         if exc.status_code == 400:  # Starlette could not read the body at all
             message = f"the request body could not be read ({exc.detail}); send UTF-8 JSON"
             return error(400, message, "InvalidInputError")
@@ -215,6 +220,16 @@ def _error_handlers(app: FastAPI) -> None:
         log.exception("%s %s failed", request.method, request.url.path)
         message = "internal server error; the server log has the details"
         return error(500, message, "InternalError")
+
+
+def _allowed(app: FastAPI, scope: Scope) -> str:
+    """The methods the routes at ``scope``'s path take, for ``Allow`` (Starlette names only
+    the first route that matched the path; a path may have one per method)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        if route.matches(scope)[0] is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
 
 
 def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:

@@ -61,7 +61,8 @@ DESCRIPTION = (
     "header (a one-time login link's token traded at `POST /login`; links from `scratchpad "
     "login` or `POST /v1/login-links`); downloads also open through a short-lived signed URL "
     "(`POST /v1/signed-urls`). No cookie is read. Errors answer "
-    '`{"error": ..., "type": ...}`. Streams are server-sent events: `data: <json>` frames '
+    '`{"error": ..., "type": ...}`; a method a path does not take answers 405 with `Allow` '
+    "naming those it does. Streams are server-sent events: `data: <json>` frames "
     "(and `: ping` comments) separated by a blank line."
 )
 SECURITY_SCHEMES: dict[str, Any] = {
