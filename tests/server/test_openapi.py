@@ -284,6 +284,27 @@ async def test_error_answers_validate_against_the_document(
 JSON = {"content-type": "application/json"}
 
 
+async def test_a_server_without_a_probe_model_says_what_to_configure_before_any_stream(
+    manager: ScratchpadManager,
+) -> None:
+    """No SCRATCHPAD_PROBE_MODEL, the default model, no provider key (the hermetic test
+    environment): a documented 503 naming the settings, as JSON, not a stream."""
+    transport = httpx.ASGITransport(app=create_app(manager, api_key=KEY))
+    async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=AUTH) as http:
+        checker = Checker((await http.get("/openapi.json")).json())
+        submission = {"form_spec": http_form(), "values": {}, "skipped": []}
+        for url, path, body in [
+            ("/v1/datavault/submissions", "/v1/datavault/submissions", submission),
+            ("/v1/datasources/pg/1/test", "/v1/datasources/{engine}/{name}/test", None),
+        ]:
+            answer = await http.post(url, json=body)
+            assert answer.status_code == 503, answer.text
+            refusal = checker.answer(answer, "POST", path)
+            assert refusal["type"] == "ModelNotConfiguredError"
+            for words in ("SCRATCHPAD_PROBE_MODEL", "SCRATCHPAD_MODEL", "ANTHROPIC_API_KEY"):
+                assert words in refusal["error"], refusal["error"]
+
+
 async def test_vault_answers_validate_against_the_document(
     client: httpx.AsyncClient, checker: Checker
 ) -> None:

@@ -53,6 +53,10 @@ ERROR_TEXTS = {
     422: "The body or a parameter is not of the documented shape (the message names it).",
     500: "The server could not do it (the message, or the server log, says why).",
     502: "A language-model provider failed.",
+    503: "The server is not set up for this: the message says what to configure. Testing "
+    "credentials needs a model: SCRATCHPAD_PROBE_MODEL (else SCRATCHPAD_MODEL) as "
+    "'provider:model', and that provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY) in the "
+    "server's environment; restart it after.",
 }
 DESCRIPTION = (
     "Persistent Python pads over HTTP: the remote-backend protocol (`/scratchpad/*`), read "
