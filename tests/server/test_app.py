@@ -407,6 +407,17 @@ async def test_execute_extensions_are_checked_before_anything_runs(
     assert answer.status_code == status and words in answer.json()["error"], answer.text
 
 
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-1", "0", "1e9"])
+async def test_a_meaningless_timeout_is_refused_before_a_pad_starts(
+    client: httpx.AsyncClient, manager: ScratchpadManager, value: str
+) -> None:
+    body = f'{{"name": "t", "code": "1", "timeout_s": {value}}}'  # JSON's NaN as Python reads it
+    answer = await client.post("/scratchpad/execute-stream", content=body, headers=JSON)
+    assert answer.status_code == 400, answer.text
+    assert "timeout_s must be a number of seconds > 0 and at most 3600" in answer.json()["error"]
+    assert manager.names() == []
+
+
 async def test_a_cell_cancelled_before_its_pad_existed_never_runs(
     client: httpx.AsyncClient,
 ) -> None:
