@@ -12,6 +12,7 @@ from urllib.parse import quote, unquote
 
 import httpx
 import pytest
+from starlette.types import Message
 
 from scratchpad.config import Settings
 from scratchpad.runtime.manager import ScratchpadManager
@@ -226,6 +227,42 @@ async def test_server_identity_and_no_way_around_the_key(client: httpx.AsyncClie
     for method, path in (("OPTIONS", "/mcp"), ("GET", "/healthz/"), ("GET", "//v1/pads")):
         answer = await client.request(method, path, headers=preflight)
         assert answer.status_code == 401, (method, path)
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/v1/pads", "/static/app.js", "/", "/healthz"])
+async def test_a_websocket_scope_is_refused_before_anything_else(
+    manager: ScratchpadManager, path: str
+) -> None:
+    """However it came (any server, any WebSocket library), with the key or without."""
+    app = create_app(manager, api_key=KEY)
+    incoming: list[Message] = [{"type": "websocket.connect"}]
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return incoming.pop(0) if incoming else {"type": "websocket.disconnect", "code": 1000}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "websocket",
+        "asgi": {"version": "3.0"},
+        "scheme": "ws",
+        "http_version": "1.1",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1:8765"), (b"authorization", f"Bearer {KEY}".encode())],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8765),
+        "subprotocols": [],
+        "state": {},
+    }
+    await app(scope, receive, send)
+    assert len(sent) == 1 and sent[0]["type"] == "websocket.close", sent
+    assert sent[0]["code"] == 1008 and "no WebSocket" in sent[0]["reason"]
+    assert "auth" not in scope["state"]  # refused before the guard looked at who it was
 
 
 def test_api_key_is_generated_once_and_kept_private(settings: Settings) -> None:
