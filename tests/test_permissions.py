@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +17,11 @@ from scratchpad.config import Settings
 from scratchpad.fsutil import open_private_append, private_dir, touch_private
 from scratchpad.llm.messages import Message
 from scratchpad.observations import ObservationStore
-from scratchpad.runtime import venv
+from scratchpad.runtime import confinement, venv
+from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.auth import resolve_api_key
 from scratchpad.server.state import ServerRecord, ServingLock, write_record
+from tests.unprivileged import run_as_nobody
 
 
 @pytest.fixture(autouse=True)
@@ -92,6 +97,15 @@ def test_server_record_lock_and_api_key_are_private(home: Path) -> None:
     assert files == dict.fromkeys(files, 0o600)
 
 
+def test_asking_what_confines_pads_makes_a_missing_home_private(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(confinement, "_support", {})  # probe again, in a home not made yet
+    confinement.support(Settings(home=home))
+    assert mode_of(home) == 0o700 and mode_of(home.parent) == 0o700
+    assert list(home.iterdir()) == []  # its throwaway directory is gone
+
+
 async def test_a_rebuilt_venv_keeps_its_history_private(home: Path) -> None:
     root = home / "pads" / "p"
     await venv.create(root)
@@ -101,3 +115,119 @@ async def test_a_rebuilt_venv_keeps_its_history_private(home: Path) -> None:
         handle.write(b'{"code": "1"}\n')
     await venv.create(root)  # a rebuild rewrites the kept files
     assert history.read_bytes() == b'{"code": "1"}\n' and mode_of(history) == 0o600
+
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cf000000030101005cc6a2f70000000049454e44ae426082"
+)
+CHAT_CELL = (  # an image (saved by the chat) and output large enough for an observation
+    "class Picture:\n"
+    "    def _repr_png_(self):\n"
+    f"        return bytes.fromhex({PNG.hex()!r})\n"
+    "display(Picture())\n"
+    "print('row\\n' * 5000)"
+)
+PAD_STATE = frozenset({"pad.json", "scratchpad-venv.json", "requirements.txt", "history.jsonl"})
+
+
+def scratchpad(*args: str, cwd: Path, stdin: str | None = None) -> str:
+    command = [sys.executable, "-m", "scratchpad.cli", *args]
+    done = subprocess.run(
+        command, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout
+
+
+def the_pads_own(home: Path, path: Path, workspaces: list[Path]) -> bool:
+    """What the documented exception covers: inside a pad's directory, its virtualenv as the
+    installer made it (everything but the server's own state files and the temp directory
+    itself) and what the pad wrote in its temp directory; what it wrote in a workspace that
+    lies in the home (a workspace around the home, such as the server's current directory,
+    holds the home: that is no pad's)."""
+    if any(home in ws.parents and ws in path.parents for ws in workspaces):
+        return True
+    parts = path.relative_to(home).parts
+    if len(parts) < 3 or parts[0] != "pads":
+        return False
+    return parts[2] not in PAD_STATE | {"tmp"} or (len(parts) > 3 and parts[2] == "tmp")
+
+
+def test_a_home_after_a_realistic_session_gives_nothing_to_group_or_others(
+    hermetic_env: Path, tmp_path: Path, wheel: Path
+) -> None:
+    """Under a umask of 022: a server started, pads created, cells run (files written, an
+    install), a vault connection saved, a chat whose cell leaves an observation and an image,
+    the server stopped; then no entry of the home gives group or others any permission, but
+    where documented (README: the home)."""
+    home, work = hermetic_env, tmp_path / "work"
+    work.mkdir()
+    chat = tmp_path / "chat.json"
+    call = {"action": "exec", "name": "a", "code": CHAT_CELL}
+    chat.write_text(json.dumps([[{"name": "scratchpad", "input": call}], "Done."]))
+    try:
+        assert "serving at" in scratchpad("server", "start", cwd=work)
+        scratchpad("exec", "a", "open('made.txt', 'w').write('by the pad')", cwd=work)
+        scratchpad("exec", "данные/x", "import tempfile; tempfile.mkstemp()", cwd=work)
+        scratchpad("install", "a", str(wheel), cwd=work)
+        values = json.dumps({"host": "db.internal", "password": "s3cret-value-of-pg"})
+        scratchpad("vault", "add", "postgres", "--stdin", cwd=work, stdin=values)
+        scratchpad("chat", "--model", f"scripted:{chat}", cwd=work, stdin="go\n/exit\n")
+    finally:
+        scratchpad("server", "stop", cwd=work)
+    names = ["a", "данные/x"]
+    manager = ScratchpadManager(settings=Settings(home=home))  # reads, starts nothing
+    workspaces = [manager.workspace_of(name).resolve() for name in names]
+    for made in ("sessions", "chat-images", "observations.db", "vault", "server.log"):
+        assert (home / made).exists(), made  # the session really left all of these
+    assert len(list(home.glob("pads/*/requirements.txt"))) == 1
+    exposed = exposed_entries(home, workspaces)
+    assert not exposed, "\n".join(f"{mode} {path}" for path, mode in sorted(exposed.items()))
+
+
+def exposed_entries(home: Path, workspaces: list[Path]) -> dict[str, str]:
+    """Entries of ``home`` that give group or others a permission, but the pads' own."""
+    return {
+        str(path.relative_to(home)): oct(stat.S_IMODE(path.lstat().st_mode))
+        for path in [home, *home.rglob("*")]
+        if not path.is_symlink()
+        and stat.S_IMODE(path.lstat().st_mode) & 0o077
+        and not the_pads_own(home, path, workspaces)
+    }
+
+
+def test_an_unprivileged_servers_home_is_private_too_and_its_pads_still_start(
+    wheel: Path,
+) -> None:
+    """As nobody (no root, no identity switch for pads): the same modes, and a kernel started
+    again from the now private pad directory still finds its venv and what was installed."""
+    done = run_as_nobody(
+        f"""
+        import asyncio, json, os
+        from pathlib import Path
+        from scratchpad.runtime.manager import ScratchpadManager
+        from tests.test_permissions import exposed_entries
+
+        os.umask(0o022)
+
+        async def session():
+            async with ScratchpadManager() as manager:
+                pad = await manager.get_or_create("a")
+                await pad.execute("open('made.txt', 'w').write('by the pad')")
+                await pad.install_packages([{str(wheel)!r}])
+                await manager.close("a")
+                pad = await manager.get_or_create("a")  # a new kernel
+                cell = await pad.execute("import sp_demo_pkg; sp_demo_pkg.VERSION")
+                return cell.result, manager.workspace_of("a").resolve()
+
+        result, workspace = asyncio.run(session())
+        exposed = exposed_entries(Path.cwd() / "home", [workspace])
+        print("ANSWER", json.dumps({{"result": result, "exposed": exposed}}))
+        """,
+        timeout=300,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("ANSWER ")]
+    assert lines, done.stdout + done.stderr
+    answer = json.loads(lines[-1].removeprefix("ANSWER "))
+    assert answer == {"result": "'1.0'", "exposed": {}}

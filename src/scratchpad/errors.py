@@ -5,6 +5,7 @@ always as a subclass of ScratchpadError whose message says what to do::
 
     ScratchpadError
     ├── ConfigError              settings or environment variables are invalid
+    │   └── ModelNotConfiguredError  no usable model for what was asked (model setting, key)
     ├── InvalidInputError        a caller passed a bad argument (name, code, package spec, ...)
     │   └── InvalidPadNameError  a pad name does not match the allowed pattern
     ├── PadNotFoundError         no pad with that name exists
@@ -57,6 +58,11 @@ class ScratchpadError(Exception):
 
 class ConfigError(ScratchpadError):
     """Settings or environment variables are invalid."""
+
+
+class ModelNotConfiguredError(ConfigError):
+    """What was asked needs a language model, and none usable is configured (its setting,
+    its provider's key or SDK): the message names what to set."""
 
 
 class InvalidInputError(ScratchpadError, ValueError):
@@ -248,6 +254,7 @@ HTTP_STATUS: dict[type[ScratchpadError], int] = {
     PadLimitError: 507,
     AgentLockedError: 409,
     DiskFullError: 507,
+    ModelNotConfiguredError: 503,
     LLMError: 502,
     ScratchpadError: 500,
 }

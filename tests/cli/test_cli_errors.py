@@ -123,6 +123,33 @@ def test_usage_mistakes_are_one_line(args: list[str], words: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("--timeout", "nan", "it must be a number of seconds > 0, not nan"),
+        ("--timeout", "inf", "it must be a number of seconds > 0, not inf"),
+        ("--timeout", "-1", "it must be a number of seconds > 0, not -1.0"),
+        ("--timeout", "0", "it must be a number of seconds > 0, not 0.0"),
+        ("--estimate", "nan", "it must be a number of seconds >= 0 (0: no estimate), not nan"),
+        ("--estimate", "-inf", "it must be a number of seconds >= 0 (0: no estimate), not -inf"),
+        ("--estimate", "-5", "it must be a number of seconds >= 0 (0: no estimate), not -5.0"),
+    ],
+)
+def test_exec_refuses_a_meaningless_number_of_seconds_before_anything_starts(
+    option: str, value: str, words: str, hermetic_env: Path
+) -> None:
+    for run in (invoke, scratchpad):
+        code, _, err = run("exec", "main", "1 + 1", option, value)
+        assert_one_line_error(code, err, f"Invalid value for '{option}'", words)
+    assert read_record(Settings(home=hermetic_env)) is None  # no server was started
+
+
+def test_every_other_duration_refuses_nan_and_infinity_too() -> None:
+    for value in ("nan", "inf"):
+        code, _, err = scratchpad("agent", "run", "x", "--every", value)
+        assert_one_line_error(code, err, "--every", f"{value} is not a finite number")
+
+
+@pytest.mark.parametrize(
     ("args", "stdin", "why"),
     [
         (["exec", "main", "-"], "", "standard input was empty"),

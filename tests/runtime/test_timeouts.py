@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import signal
 from pathlib import Path
@@ -14,6 +15,7 @@ from scratchpad.errors import InvalidInputError
 from scratchpad.runtime.cell import Cell, OutputEvent
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.remote import RemoteRuntime
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 from tests.conftest import wait_until_busy
 from tests.process_helpers import kernel_pid
@@ -38,6 +40,33 @@ def test_compute_timeouts(estimate: float | None, expected: Timeouts) -> None:
 def test_inactivity_never_exceeds_total() -> None:
     settings = Settings(default_timeout_s=10, min_inactivity_s=30)
     assert compute_timeouts(0, settings) == Timeouts(total=10, inactivity=10)
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ({"timeout_s": math.nan}, "timeout_s must be a number of seconds > 0"),
+        ({"timeout_s": math.inf}, "timeout_s must be a number of seconds > 0"),
+        ({"timeout_s": 0}, "timeout_s must be a number of seconds > 0"),
+        ({"timeout_s": -3}, "timeout_s must be a number of seconds > 0"),
+        ({"estimated_seconds": math.nan}, "estimated_seconds must be a number of seconds >= 0"),
+        ({"estimated_seconds": -math.inf}, "estimated_seconds must be a number of seconds >= 0"),
+    ],
+)
+async def test_every_runtime_refuses_a_meaningless_number_of_seconds(
+    given: dict[str, float], words: str, settings: Settings, workspace: Path
+) -> None:
+    """Refused before anything happens: no kernel starts, no request leaves (nothing
+    listens at the remote's address, which would be a different error)."""
+    local = LocalRuntime("p", root=settings.home / "pads" / "p", cwd=workspace, settings=settings)
+    remote = RemoteRuntime("p", url="http://127.0.0.1:9", api_key="k")
+    try:
+        for pad in (local, remote):
+            with pytest.raises(InvalidInputError, match=words):
+                await pad.execute("1 + 1", **given)  # type: ignore[arg-type]
+    finally:
+        await remote.detach()
+    assert not (settings.home / "pads").exists()
 
 
 def fast(settings: Settings, **changes: float) -> Settings:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote, unquote
 
 import httpx
 import pytest
+from starlette.types import Message
 
 from scratchpad.config import Settings
 from scratchpad.runtime.manager import ScratchpadManager
@@ -118,6 +121,30 @@ async def test_read_endpoints(client: httpx.AsyncClient) -> None:
     assert (await client.get("/openapi.json")).status_code == 200
 
 
+def named_file(disposition: str) -> tuple[str, str]:
+    """(the ASCII stand-in, the UTF-8 name) of a Content-Disposition (RFC 6266, RFC 8187)."""
+    assert disposition.isascii(), disposition
+    found = re.fullmatch(
+        r'attachment; filename="([ -~]*)"; filename\*=UTF-8\'\'([!-~]+)', disposition
+    )
+    assert found is not None, disposition
+    return found[1], unquote(found[2], errors="strict")
+
+
+@pytest.mark.parametrize("name", ["данные", 'a/"b" \\ 😀;%41'])
+async def test_downloads_named_after_a_pad_carry_any_name(
+    client: httpx.AsyncClient, name: str
+) -> None:
+    await client.post("/scratchpad/execute-stream", json={"name": name, "code": "1"})
+    leaf = name.replace("/", "_").replace("\\", "_")  # a file's name, never a path
+    for route, suffix in [("notebook", ".ipynb"), ("dump", ".md")]:
+        answer = await client.get(f"/v1/pads/{quote(name, safe='')}/{route}")
+        assert answer.status_code == 200, answer.text
+        fallback, utf8 = named_file(answer.headers["content-disposition"])
+        assert utf8 == leaf + suffix
+        assert len(fallback) == len(utf8) and '"' not in fallback and "\\" not in fallback
+
+
 async def test_healthz_is_open_and_everything_else_needs_the_key(
     client: httpx.AsyncClient,
 ) -> None:
@@ -202,6 +229,42 @@ async def test_server_identity_and_no_way_around_the_key(client: httpx.AsyncClie
         assert answer.status_code == 401, (method, path)
 
 
+@pytest.mark.parametrize("path", ["/mcp", "/v1/pads", "/static/app.js", "/", "/healthz"])
+async def test_a_websocket_scope_is_refused_before_anything_else(
+    manager: ScratchpadManager, path: str
+) -> None:
+    """However it came (any server, any WebSocket library), with the key or without."""
+    app = create_app(manager, api_key=KEY)
+    incoming: list[Message] = [{"type": "websocket.connect"}]
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return incoming.pop(0) if incoming else {"type": "websocket.disconnect", "code": 1000}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "websocket",
+        "asgi": {"version": "3.0"},
+        "scheme": "ws",
+        "http_version": "1.1",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1:8765"), (b"authorization", f"Bearer {KEY}".encode())],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8765),
+        "subprotocols": [],
+        "state": {},
+    }
+    await app(scope, receive, send)
+    assert len(sent) == 1 and sent[0]["type"] == "websocket.close", sent
+    assert sent[0]["code"] == 1008 and "no WebSocket" in sent[0]["reason"]
+    assert "auth" not in scope["state"]  # refused before the guard looked at who it was
+
+
 def test_api_key_is_generated_once_and_kept_private(settings: Settings) -> None:
     key = resolve_api_key(settings)
     assert len(key) >= 32 and resolve_api_key(settings) == key
@@ -229,6 +292,29 @@ async def test_unknown_routes_and_methods_answer_in_the_documented_shape(
     answer = await client.request(method, path)
     assert answer.status_code == status
     assert words in answer.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("GET", "/scratchpad/start", "POST"),
+        ("DELETE", "/v1/pads", "GET"),
+        ("PATCH", "/v1/pads/p/files/a.txt", "DELETE, GET, PUT"),  # three routes, one path
+        ("PATCH", "/v1/pads/a%2Fb/files/x/y.txt", "DELETE, GET, PUT"),
+        ("POST", "/static/app.js", "GET, HEAD"),  # the static files' own 405
+        ("POST", "/", "GET"),
+    ],
+)
+async def test_a_405_says_which_methods_the_path_takes(
+    client: httpx.AsyncClient, method: str, path: str, allowed: str
+) -> None:
+    answer = await client.request(method, path)
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == allowed
+    assert answer.json()["type"] == "MethodNotAllowed"
+    assert answer.json()["error"].endswith(f"{method} {path}; it takes {allowed}")
+    for each in allowed.split(", "):  # and each of them is taken there
+        assert (await client.request(each, path)).status_code != 405, each
 
 
 async def test_errors_name_their_class(client: httpx.AsyncClient) -> None:
@@ -356,6 +442,17 @@ async def test_execute_extensions_are_checked_before_anything_runs(
         "/scratchpad/execute-stream", json={"name": "x", "code": "1", **extra}
     )
     assert answer.status_code == status and words in answer.json()["error"], answer.text
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-1", "0", "1e9"])
+async def test_a_meaningless_timeout_is_refused_before_a_pad_starts(
+    client: httpx.AsyncClient, manager: ScratchpadManager, value: str
+) -> None:
+    body = f'{{"name": "t", "code": "1", "timeout_s": {value}}}'  # JSON's NaN as Python reads it
+    answer = await client.post("/scratchpad/execute-stream", content=body, headers=JSON)
+    assert answer.status_code == 400, answer.text
+    assert "timeout_s must be a number of seconds > 0 and at most 3600" in answer.json()["error"]
+    assert manager.names() == []
 
 
 async def test_a_cell_cancelled_before_its_pad_existed_never_runs(

@@ -119,6 +119,22 @@ async def test_bad_input_and_unknown_tools_are_error_results_that_say_what_to_do
     assert unknown.is_error and "Available tools: scratchpad, read_observation" in texts(unknown)
 
 
+async def test_a_meaningless_number_of_seconds_is_refused_before_a_pad_starts(
+    settings: Settings, workspace: Path
+) -> None:
+    estimate = "estimated_execution_time_seconds must be a number of seconds >= 0"
+    async with connected(settings, workspace) as client:
+        cases: list[tuple[dict[str, float], str]] = [
+            ({"timeout_s": 0}, "timeout_s must be a number of seconds > 0, not 0"),
+            ({"timeout_s": -2.5}, "timeout_s must be a number of seconds > 0, not -2.5"),
+            ({"estimated_execution_time_seconds": -1}, f"{estimate} (0: no estimate), not -1"),
+        ]  # (JSON has no NaN or infinity: the tool's own test has those)
+        for given, words in cases:
+            refused = await client.call_tool("scratchpad", {**run("p", "1"), **given})
+            assert refused.is_error and words in texts(refused), texts(refused)
+    assert not (settings.home / "pads").exists()  # no pad was made for it
+
+
 async def test_large_output_is_saved_and_read_back_with_read_observation(
     settings: Settings, workspace: Path
 ) -> None:

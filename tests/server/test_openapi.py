@@ -99,7 +99,12 @@ class Checker:
                 break
         else:
             raise AssertionError(f"{method} {path}: {media} not in {list(responses['content'])}")
-        for name, header in responses["headers"].items():
+        self.headers(answer, method, path)
+
+    def headers(self, answer: httpx.Response, method: str, path: str) -> None:
+        """Every header documented for the answer's status present and valid."""
+        response = self.doc["paths"][path][method.lower()]["responses"][str(answer.status_code)]
+        for name, header in response.get("headers", {}).items():
             assert name in answer.headers, f"{method} {path}: no {name} header"
             Draft202012Validator(header["schema"]).validate(answer.headers[name])
 
@@ -239,9 +244,12 @@ async def test_pad_answers_validate_against_the_document(
         (f"/v1/pads/p/cells/{cell_id}", "/v1/pads/{name}/cells/{cell_id}"),
         ("/v1/pads/p/notebook", "/v1/pads/{name}/notebook"),
     ]:
-        checker.answer(await client.get(url), "GET", path)
+        answer = await client.get(url)
+        checker.answer(answer, "GET", path)
+        checker.headers(answer, "GET", path)
     dump = await client.get("/v1/pads/p/dump")
     checker.valid(dump.text, "GET", "/v1/pads/{name}/dump", 200, "text/markdown")
+    checker.headers(dump, "GET", "/v1/pads/{name}/dump")
     assert dump.headers["content-type"].startswith("text/markdown")
 
 
@@ -274,6 +282,27 @@ async def test_error_answers_validate_against_the_document(
 
 
 JSON = {"content-type": "application/json"}
+
+
+async def test_a_server_without_a_probe_model_says_what_to_configure_before_any_stream(
+    manager: ScratchpadManager,
+) -> None:
+    """No SCRATCHPAD_PROBE_MODEL, the default model, no provider key (the hermetic test
+    environment): a documented 503 naming the settings, as JSON, not a stream."""
+    transport = httpx.ASGITransport(app=create_app(manager, api_key=KEY))
+    async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=AUTH) as http:
+        checker = Checker((await http.get("/openapi.json")).json())
+        submission = {"form_spec": http_form(), "values": {}, "skipped": []}
+        for url, path, body in [
+            ("/v1/datavault/submissions", "/v1/datavault/submissions", submission),
+            ("/v1/datasources/pg/1/test", "/v1/datasources/{engine}/{name}/test", None),
+        ]:
+            answer = await http.post(url, json=body)
+            assert answer.status_code == 503, answer.text
+            refusal = checker.answer(answer, "POST", path)
+            assert refusal["type"] == "ModelNotConfiguredError"
+            for words in ("SCRATCHPAD_PROBE_MODEL", "SCRATCHPAD_MODEL", "ANTHROPIC_API_KEY"):
+                assert words in refusal["error"], refusal["error"]
 
 
 async def test_vault_answers_validate_against_the_document(

@@ -107,6 +107,21 @@ def test_a_client_that_stops_reading_does_not_hold_up_its_pad(
         assert '"result": "2"' in answer.text
 
 
+def test_a_websocket_handshake_is_never_accepted(
+    server: tuple[str, subprocess.Popen[str]],
+) -> None:
+    port = int(server[0].rsplit(":", 1)[1])
+    handshake = (
+        f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        f"Sec-WebSocket-Version: 13\r\nAuthorization: Bearer {KEY}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(handshake.encode())
+        status = conn.makefile("rb").readline().decode()
+    assert status.startswith("HTTP/1.1 ") and " 101 " not in status, status
+
+
 def test_the_listening_socket_is_tcp_so_replies_are_not_held_back() -> None:
     """asyncio sets TCP_NODELAY on accepted sockets only when the listener's proto is TCP;
     without it every streamed reply waits ~40 ms for a delayed ACK (Nagle)."""

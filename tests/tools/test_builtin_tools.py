@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,31 @@ async def test_empty_code_asks_for_the_call_again(setup: Any) -> None:
     outcome = await run(registry, context, action="exec", name="main", code="  ")
     assert outcome.reason == "empty_code" and "probably cut off" in outcome.text
     assert recorder.events == [("scratchpad_empty_code", {"pad": "main"})]
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ({"timeout_s": math.nan}, "timeout_s must be a number of seconds > 0, not nan"),
+        ({"timeout_s": math.inf}, "timeout_s must be a number of seconds > 0, not inf"),
+        ({"timeout_s": 0}, "timeout_s must be a number of seconds > 0, not 0"),
+        (
+            {"estimated_execution_time_seconds": math.nan},
+            "estimated_execution_time_seconds must be a number of seconds >= 0 (0: no "
+            "estimate), not nan",
+        ),
+        ({"estimated_execution_time_seconds": -4}, "not -4"),
+    ],
+)
+async def test_meaningless_seconds_are_refused_before_a_pad_starts_or_installs(
+    setup: Any, manager: ScratchpadManager, wheel: Path, given: dict[str, float], words: str
+) -> None:
+    """A model's JSON may hold NaN or Infinity (Python's json reads them)."""
+    registry, context, _ = setup
+    call = {"action": "exec", "name": "main", "code": "1", "packages": [str(wheel)], **given}
+    outcome = await run(registry, context, **call)
+    assert not outcome.ok and words in outcome.text, outcome.text
+    assert manager.names() == [] and manager.names_on_disk() == []
 
 
 async def test_a_second_pad_name_is_questioned_once(setup: Any) -> None:

@@ -212,13 +212,14 @@ def test_files_upload_preview_download_and_delete(
     expect(page.locator("tr[data-path='seed.txt']")).to_be_visible()
 
 
-def test_the_notebook_downloads_as_ipynb(page: Page, web_server: WebServer) -> None:
-    execute(web_server, "saved", "print('kept')")
-    open_pad(page, "saved")
+@pytest.mark.parametrize("name", ["saved", "данные"])  # RFC 6266's filename* in a browser
+def test_the_notebook_downloads_as_ipynb(page: Page, web_server: WebServer, name: str) -> None:
+    execute(web_server, name, "print('kept')")
+    open_pad(page, name)
     expect(page.locator(".cell")).to_have_count(1)
     with page.expect_download() as download:
         page.get_by_role("link", name="Download .ipynb").click()
-    assert download.value.suggested_filename == "saved.ipynb"
+    assert download.value.suggested_filename == f"{name}.ipynb"
     notebook = json.loads(Path(download.value.path()).read_text("utf-8"))
     assert notebook["nbformat"] == 4 and "print('kept')" in json.dumps(notebook["cells"])
 

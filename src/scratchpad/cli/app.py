@@ -17,7 +17,7 @@ import typer
 
 from scratchpad.cli import connect as _connect  # noqa: F401 (adds vault connect / test)
 from scratchpad.cli.agent import agent_app
-from scratchpad.cli.commands import CONTEXT_SETTINGS, Command, Group
+from scratchpad.cli.commands import CONTEXT_SETTINGS, Command, Group, checked
 from scratchpad.cli.files import files_app
 from scratchpad.cli.obs import obs_app
 from scratchpad.cli.output import LiveCell, console, err_console, fail, print_json, print_text
@@ -28,6 +28,7 @@ from scratchpad.errors import PadError, PadNotFoundError, ScratchpadError
 from scratchpad.runtime.cell import Cell, StreamItem, new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
+from scratchpad.runtime.timeouts import check_estimate, check_timeout
 
 app = typer.Typer(
     name="scratchpad",
@@ -172,12 +173,20 @@ def exec_(
     estimate: Annotated[
         float,
         typer.Option(
-            metavar="SECONDS", show_default=False, help="How long it should take (sets timeouts)."
+            callback=checked(check_estimate),
+            metavar="SECONDS",
+            show_default=False,
+            help="How long it should take (sets timeouts).",
         ),
     ] = 0.0,
     timeout: Annotated[
         float | None,
-        typer.Option(metavar="SECONDS", show_default=False, help="A hard time limit for it."),
+        typer.Option(
+            callback=checked(check_timeout),
+            metavar="SECONDS",
+            show_default=False,
+            help="A hard time limit for it.",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the cell as JSON.")] = False,
 ) -> None:

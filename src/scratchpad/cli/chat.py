@@ -14,6 +14,7 @@ from pathlib import Path
 from scratchpad.agent import Session, SessionEvent
 from scratchpad.cli.output import console, err_console, shown
 from scratchpad.errors import ScratchpadError
+from scratchpad.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, private_dir
 from scratchpad.llm.adapters import create_provider
 from scratchpad.observations import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
@@ -174,10 +175,11 @@ def _opens(line: str, cut_short: bool = False) -> bool:
 
 
 def _save(directory: Path, media_type: str, data: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
+    """An image of the chat, kept in the home: private like everything there."""
+    private_dir(directory)
     suffix = ".png" if media_type == "image/png" else ".jpg"
     path = directory / f"image-{len(list(directory.iterdir())) + 1}{suffix}"
-    path.write_bytes(base64.b64decode(data))
+    atomic_write_bytes(path, base64.b64decode(data), mode=PRIVATE_FILE_MODE)
     return path
 
 

@@ -8,7 +8,8 @@ code 2, never a traceback. Every command is declared with ``cls=Command``; every
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -16,7 +17,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from scratchpad.cli.output import fail
-from scratchpad.errors import DiskFullError
+from scratchpad.errors import DiskFullError, InvalidInputError
 
 _Number = TypeVar("_Number", int, float)
 
@@ -101,10 +102,28 @@ def one_line_errors() -> Iterator[None]:
 
 
 def not_negative(value: _Number) -> _Number:
-    """An option's callback: a count or a duration that may not be below 0."""
+    """An option's callback: a count or a duration that may not be below 0 (nor NaN or an
+    infinity, which float options take)."""
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"{value:g} is not a finite number; give 0 or more")
     if value < 0:
         raise typer.BadParameter(f"{value:g} is negative; give 0 or more")
     return value
+
+
+def checked(check: Callable[..., float]) -> Callable[[float | None], float | None]:
+    """An option's callback from one of the core's checks (called with ``name="it"``): its
+    refusal is a usage error, before anything starts."""
+
+    def callback(value: float | None) -> float | None:
+        if value is None:
+            return None
+        try:
+            return check(value, name="it")
+        except InvalidInputError as exc:
+            raise typer.BadParameter(str(exc)) from None
+
+    return callback
 
 
 def describe_os_error(exc: OSError) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from scratchpad.config import Settings
 from scratchpad.connect.flow import submission_events
 from scratchpad.connect.submissions import Submission, Submissions
-from scratchpad.errors import ConfigError, LLMError
+from scratchpad.errors import ConfigError, LLMError, ModelNotConfiguredError
 from scratchpad.llm.provider import Provider
 from scratchpad.vault.engines import engine_form, get_engine
 from scratchpad.vault.store import Vault
@@ -43,17 +43,20 @@ def stage(
 
 
 def probe_provider(settings: Settings) -> Provider:
-    """The probe's model: the probe_model setting, else the model setting; an error names
-    both settings."""
+    """The probe's model: the probe_model setting, else the model setting. Without one that
+    can be used (a bad setting, no key for its provider, no SDK), ModelNotConfiguredError
+    saying what to set: nothing can be tested until someone configures it."""
     from scratchpad.llm.adapters import create_provider
 
     spec = settings.probe_model or settings.model
     try:
         return create_provider(spec, settings=settings)
     except (ConfigError, LLMError) as exc:
-        raise type(exc)(
-            f"the credential probe's model {spec!r} (SCRATCHPAD_PROBE_MODEL, else "
-            f"SCRATCHPAD_MODEL) cannot be used: {exc}"
+        raise ModelNotConfiguredError(
+            f"credentials cannot be tested here: the probe's model {spec!r} cannot be used "
+            f"({exc}). Set SCRATCHPAD_PROBE_MODEL (else SCRATCHPAD_MODEL) to "
+            "'provider:model' and that provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY) "
+            "where the credentials are tested (a server: then restart it)"
         ) from exc
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Callable
@@ -15,6 +14,7 @@ from scratchpad.errors import InvalidInputError, PadError
 from scratchpad.runtime import render
 from scratchpad.runtime.cell import Cell, StreamItem
 from scratchpad.runtime.names import validate_pad_name
+from scratchpad.runtime.timeouts import check_estimate, check_timeout
 from scratchpad.text import clean_text
 
 DEFAULT_COMPACT_KEEP = 5
@@ -203,6 +203,7 @@ class CellRequest:
     estimated_time: str
     estimated_seconds: float
     cell_id: str | None
+    timeout_s: float | None = None
 
 
 def check_execute_args(
@@ -211,8 +212,10 @@ def check_execute_args(
     estimated_seconds: object,
     estimated_time: object = "",
     cell_id: object = None,
+    timeout_s: object = None,
 ) -> CellRequest:
-    """Shared validation of execute arguments; the message says what to pass instead."""
+    """Shared validation of execute arguments; the message says what to pass instead. The
+    timeout's upper limit is the runtime's to check (a remote one leaves it to its server)."""
     if not isinstance(code, str):
         raise InvalidInputError(
             f"code must be a string of Python source, not {type(code).__name__}"
@@ -221,24 +224,17 @@ def check_execute_args(
         raise InvalidInputError("description must be a string")
     if not isinstance(estimated_time, str):
         raise InvalidInputError("estimated_time must be a string, e.g. '30s'")
-    if (
-        isinstance(estimated_seconds, bool)
-        or not isinstance(estimated_seconds, (int, float))
-        or not math.isfinite(estimated_seconds)
-        or estimated_seconds < 0
-    ):
-        raise InvalidInputError(
-            f"estimated_seconds must be a number >= 0, not {estimated_seconds!r}"
-        )
+    estimate = check_estimate(estimated_seconds)
     cell_id = check_cell_id(cell_id)
-    if not estimated_time and estimated_seconds:
-        estimated_time = f"{estimated_seconds:g}s"
+    if not estimated_time and estimate:
+        estimated_time = f"{estimate:g}s"
     return CellRequest(
         code=clean_text(code),
         description=clean_text(description),
         estimated_time=clean_text(estimated_time),
-        estimated_seconds=float(estimated_seconds),
+        estimated_seconds=estimate,
         cell_id=cell_id,
+        timeout_s=None if timeout_s is None else check_timeout(timeout_s),
     )
 
 

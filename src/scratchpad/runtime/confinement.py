@@ -30,6 +30,7 @@ from typing import Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, SandboxError
+from scratchpad.fsutil import private_dir
 from scratchpad.runtime import limits, sandboxing
 from scratchpad.runtime.inkernel import sandbox
 
@@ -113,8 +114,7 @@ def _try_launch(
     builds the view and exits: nothing of a pad runs."""
     if paths is not None:
         return _launch_once(settings, identity, paths)
-    settings.home.mkdir(parents=True, exist_ok=True)
-    place = Path(tempfile.mkdtemp(prefix=".probe-", dir=settings.home))
+    place = Path(tempfile.mkdtemp(prefix=".probe-", dir=private_dir(settings.home)))
     try:
         root, workspace = place / "home" / "pads" / "p", place / "work"
         for directory in (root / "bin", root / "tmp", workspace):

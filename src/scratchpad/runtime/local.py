@@ -259,8 +259,10 @@ class LocalRuntime(ScratchpadRuntime):
         timeout_s: float | None = None,
         cell_id: str | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
-        request = check_execute_args(code, description, estimated_seconds, estimated_time, cell_id)
-        timeouts = compute_timeouts(request.estimated_seconds, self.settings, timeout_s)
+        request = check_execute_args(
+            code, description, estimated_seconds, estimated_time, cell_id, timeout_s
+        )
+        timeouts = compute_timeouts(request.estimated_seconds, self.settings, request.timeout_s)
         self._check_open()
         if self._over_disk is not None:
             await self._check_disk()

@@ -163,10 +163,12 @@ class RemoteRuntime(ScratchpadRuntime):
         timeout_s: float | None = None,
         cell_id: str | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
-        request = check_execute_args(code, description, estimated_seconds, estimated_time, cell_id)
+        request = check_execute_args(
+            code, description, estimated_seconds, estimated_time, cell_id, timeout_s
+        )
         if self.closed:
             raise PadClosedError(f"pad {self.name!r} is closed; start it again to run cells")
-        body = _body(self.name, request, timeout_s)
+        body = _body(self.name, request)
         cancelled = self._waiting[body["id"]] = asyncio.Event()
         try:
             turn = await take_turn(self._order, cancelled)
@@ -293,7 +295,7 @@ def credentials_description(url: str, api_key: str, timeout: float = 5.0) -> str
     return description if isinstance(description, str) else ""
 
 
-def _body(name: str, request: CellRequest, timeout_s: float | None) -> dict[str, Any]:
+def _body(name: str, request: CellRequest) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": name,
         "code": request.code,
@@ -304,8 +306,8 @@ def _body(name: str, request: CellRequest, timeout_s: float | None) -> dict[str,
         "stream_output": True,  # our server's extensions; other servers ignore them
         "on_disconnect": "continue",
     }
-    if timeout_s is not None:
-        body["timeout_s"] = timeout_s
+    if request.timeout_s is not None:
+        body["timeout_s"] = request.timeout_s
     return body
 
 

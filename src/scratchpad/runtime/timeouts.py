@@ -1,9 +1,11 @@
-"""How long a cell may run: from the caller's hard ``timeout_s``, else from its estimate."""
+"""How long a cell may run: from the caller's hard ``timeout_s``, else from its estimate; and
+the checks of both, shared by every entry point (Python, CLI, HTTP, MCP)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidInputError
@@ -39,17 +41,28 @@ def compute_timeouts(
     return Timeouts(total=total, inactivity=min(inactivity, total), hard=timeout_s is not None)
 
 
-def check_timeout(timeout_s: object, settings: Settings) -> float:
-    """A caller's hard timeout as a float, or InvalidInputError saying what is allowed."""
-    limit = settings.max_timeout_s
-    if (
-        isinstance(timeout_s, bool)
-        or not isinstance(timeout_s, (int, float))
-        or not math.isfinite(timeout_s)
-        or not 0 < timeout_s <= limit
-    ):
-        raise InvalidInputError(
-            f"timeout_s must be a number of seconds > 0 and at most {limit:g} "
-            f"(SCRATCHPAD_MAX_TIMEOUT_S), not {timeout_s!r}"
-        )
+def check_timeout(
+    timeout_s: object, settings: Settings | None = None, *, name: str = "timeout_s"
+) -> float:
+    """A caller's hard timeout as a float, or InvalidInputError saying what is allowed: a
+    finite number of seconds > 0, at most ``max_timeout_s`` of ``settings`` when given (a
+    remote client leaves the limit to its server)."""
+    limit = settings.max_timeout_s if settings is not None else math.inf
+    if not is_seconds(timeout_s) or not 0 < timeout_s <= limit:
+        most = f" and at most {limit:g} (SCRATCHPAD_MAX_TIMEOUT_S)" if settings else ""
+        raise InvalidInputError(f"{name} must be a number of seconds > 0{most}, not {timeout_s!r}")
     return float(timeout_s)
+
+
+def check_estimate(estimate: object, *, name: str = "estimated_seconds") -> float:
+    """A caller's estimate as a float (0: none), or InvalidInputError saying what to pass."""
+    if not is_seconds(estimate) or estimate < 0:
+        raise InvalidInputError(
+            f"{name} must be a number of seconds >= 0 (0: no estimate), not {estimate!r}"
+        )
+    return float(estimate)
+
+
+def is_seconds(value: object) -> TypeGuard[int | float]:
+    """Whether ``value`` is a finite number (not a bool, NaN or an infinity)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)

@@ -31,7 +31,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scratchpad.errors import InstallError, InvalidInputError, VenvError
-from scratchpad.fsutil import NO_SPACE, atomic_write_text, disk_full, private_dir
+from scratchpad.fsutil import (
+    NO_SPACE,
+    PRIVATE_FILE_MODE,
+    atomic_write_text,
+    disk_full,
+    private_dir,
+)
 from scratchpad.runtime import procgroup
 from scratchpad.text import find_control
 from scratchpad.vault.scrub import scrub
@@ -71,14 +77,18 @@ def is_reusable(root: Path) -> bool:
 
 
 def mark_verified(root: Path) -> None:
+    """Record that a kernel started from this venv (:func:`is_reusable`), and make the pad's
+    directory private (installers make it 0755; what they put inside keeps its modes)."""
     record = {"python_version": host_python_version(), "base_python": sys.executable}
-    atomic_write_text(root / MARKER, json.dumps(record, indent=2) + "\n")
+    atomic_write_text(root / MARKER, json.dumps(record, indent=2) + "\n", mode=PRIVATE_FILE_MODE)
+    private_dir(root, tighten=True)
 
 
 def record_name(root: Path, name: str) -> None:
     """Keep the pad's real name beside its venv (listing directories gives it back)."""
     if read_name(root) != name:
-        atomic_write_text(root / NAME_FILE, json.dumps({"name": name}) + "\n")
+        text = json.dumps({"name": name}) + "\n"
+        atomic_write_text(root / NAME_FILE, text, mode=PRIVATE_FILE_MODE)
 
 
 def read_name(root: Path) -> str | None:
@@ -299,7 +309,7 @@ def record_requirements(root: Path, specs: list[str]) -> None:
     current = read_requirements(root)
     merged = current + [spec for spec in specs if spec not in current]
     if merged != current:
-        atomic_write_text(root / REQUIREMENTS, "\n".join(merged) + "\n")
+        atomic_write_text(root / REQUIREMENTS, "\n".join(merged) + "\n", mode=PRIVATE_FILE_MODE)
 
 
 async def install(root: Path, specs: list[str], timeout: float, confine: Confine = None) -> str:

@@ -25,7 +25,8 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
-from starlette.routing import Route
+from starlette.routing import Match, Route
+from starlette.types import Scope
 
 from scratchpad import __version__
 from scratchpad.connect.pending import PendingForms
@@ -49,12 +50,12 @@ from scratchpad.server.files_routes import files_routes, upload_limit
 from scratchpad.server.forms_routes import forms_routes
 from scratchpad.server.frames import cell_frames
 from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
-from scratchpad.server.headers import SecurityHeaders
+from scratchpad.server.headers import SecurityHeaders, content_disposition
 from scratchpad.server.hosts import OwnHosts, link_base
 from scratchpad.server.housekeeping import housekeeping
 from scratchpad.server.login_routes import login_routes
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
-from scratchpad.server.openapi import answers, api_docs, sse
+from scratchpad.server.openapi import answers, api_docs, attachment, sse
 from scratchpad.server.pad_feed_routes import pad_feed_routes
 from scratchpad.server.schemas import (
     EXECUTE_FRAMES,
@@ -76,6 +77,7 @@ from scratchpad.server.web_routes import web_routes
 log = logging.getLogger(__name__)
 MARKDOWN = {"type": "string", "description": "The pad as notebook markdown."}
 IPYNB = "application/x-ipynb+json"
+NAMED = attachment("`attachment`, named after the pad: an ASCII stand-in, then in UTF-8.")
 
 
 class PadRequest(BaseModel):
@@ -216,8 +218,12 @@ def _error_handlers(app: FastAPI, home: Path) -> None:
         where = f"{request.method} {request.url.path}"
         if exc.status_code == 404:
             return error(404, f"no such route: {where}", "NotFound")
-        if exc.status_code == 405:
-            return error(405, f"method not allowed on this route: {where}", "MethodNotAllowed")
+        if exc.status_code == 405:  # RFC 9110: a 405 says what the path takes
+            allowed = _allowed(app, request.scope) or (exc.headers or {}).get("Allow", "")
+            message = f"method not allowed on this route: {where}; it takes {allowed}"
+            refusal = error(405, message, "MethodNotAllowed")
+            refusal.headers["allow"] = allowed
+            return refusal
         if exc.status_code == 400:  # Starlette could not read the body at all
             message = f"the request body could not be read ({exc.detail}); send UTF-8 JSON"
             return error(400, message, "InvalidInputError")
@@ -232,6 +238,16 @@ def _error_handlers(app: FastAPI, home: Path) -> None:
         log.exception("%s %s failed", request.method, request.url.path)
         message = "internal server error; the server log has the details"
         return error(500, message, "InternalError")
+
+
+def _allowed(app: FastAPI, scope: Scope) -> str:
+    """The methods the routes at ``scope``'s path take, for ``Allow`` (Starlette names only
+    the first route that matched the path; a path may have one per method)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        if route.matches(scope)[0] is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
 
 
 def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
@@ -371,24 +387,28 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             "away from a long history)"
         )
 
-    @app.get("/v1/pads/{name}/dump", **answers(MARKDOWN, 400, 404, media_type="text/markdown"))
+    markdown_answers = answers(MARKDOWN, 400, 404, media_type="text/markdown", headers=NAMED)
+    notebook_answers = answers(Notebook, 400, 404, media_type=IPYNB, headers=NAMED)
+
+    @app.get("/v1/pads/{name}/dump", **markdown_answers)
     async def pad_dump(name: PadPath) -> Response:
-        pad = manager.peek(segment_name(name))
+        name = segment_name(name)
+        pad = manager.peek(name)
         await pad.load_cells()
         markdown = await asyncio.to_thread(pad.dump)
-        return Response(markdown, media_type="text/markdown; charset=utf-8")
+        named = {"content-disposition": content_disposition(f"{name}.md")}
+        return Response(markdown, media_type="text/markdown; charset=utf-8", headers=named)
 
-    @app.get("/v1/pads/{name}/notebook", **answers(Notebook, 400, 404, media_type=IPYNB))
+    @app.get("/v1/pads/{name}/notebook", **notebook_answers)
     async def pad_notebook(name: PadPath) -> Response:
         name = segment_name(name)
         pad = manager.peek(name)
         await pad.load_cells()
         notebook = await asyncio.to_thread(lambda: json.dumps(pad.to_ipynb(), indent=1))
-        filename = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
         return Response(
             notebook,
             media_type="application/x-ipynb+json",
-            headers={"content-disposition": f'attachment; filename="{filename}.ipynb"'},
+            headers={"content-disposition": content_disposition(f"{name}.ipynb")},
         )
 
 

@@ -2,7 +2,8 @@
 
 ``POST /v1/datavault/submissions`` stages the values (in this process's memory only) and
 answers the stream of :mod:`scratchpad.connect.flow`; a request that is not a submission of
-that form answers a plain 4xx before any stream starts. ``GET
+that form answers a plain 4xx before any stream starts, and a server with no model for the
+probe a plain 503 saying what to configure. ``GET
 /v1/datavault/submissions/{id}`` tells how a submission stands (field names, never values).
 ``POST /v1/datasources/{engine}/{name}/test`` probes a saved connection the same way.
 
@@ -67,7 +68,7 @@ def datavault_routes(
             events = forms.follow(submission.form_id, events)
         return EventStream(events, final_types=FINAL_EVENTS, named=True)
 
-    @app.post("/v1/datavault/submissions", **sse(SUBMISSION_EVENTS, 400, 403, 422, named=True))
+    @app.post("/v1/datavault/submissions", **sse(SUBMISSION_EVENTS, 400, 403, 422, 503, named=True))
     async def submit(body: SubmissionBody, request: Request) -> EventStream:
         form_id = body.form_id if body.form_id is not None else body.form_spec.get("form_id")
         check_scope(request, form_id)
@@ -91,7 +92,8 @@ def datavault_routes(
         return found.describe()
 
     @app.post(
-        "/v1/datasources/{engine}/{name}/test", **sse(SUBMISSION_EVENTS, 400, 403, 404, named=True)
+        "/v1/datasources/{engine}/{name}/test",
+        **sse(SUBMISSION_EVENTS, 400, 403, 404, 503, named=True),
     )
     async def test(engine: VaultPath, name: VaultPath, request: Request) -> EventStream:
         check_scope(request, None)  # a session for one form tests no saved connection

@@ -17,7 +17,6 @@ import os
 import re
 from collections.abc import Callable
 from typing import Annotated, Any
-from urllib.parse import quote
 
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -28,7 +27,8 @@ from scratchpad.config import Settings
 from scratchpad.runtime.files import Upload, Workspace, workspace
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.guard import error, segment_name
-from scratchpad.server.openapi import answers, raw_body
+from scratchpad.server.headers import content_disposition
+from scratchpad.server.openapi import DISPOSITION, answers, raw_body
 from scratchpad.server.schemas import PadPath
 from scratchpad.server.web_schemas import FileDeleted, FileList, FileWritten
 
@@ -50,8 +50,8 @@ ANY_FILE = {"type": "string", "format": "binary"}
 DOWNLOAD_HEADERS = {  # name: (description, schema)
     "content-disposition": (
         "`attachment` (`inline` for PNG, JPEG, GIF and WebP images and plain text, unless "
-        "download=true) with the file's name.",
-        {"type": "string", "pattern": "^(attachment|inline); filename="},
+        "download=true) with the file's name: an ASCII stand-in, then in UTF-8 (RFC 6266).",
+        DISPOSITION,
     ),
     "content-length": ("The file's size in bytes.", {"type": "string", "pattern": "^[0-9]+$"}),
     **{
@@ -160,9 +160,7 @@ def _content_headers(path: str, download: bool) -> tuple[str, dict[str, str]]:
     kind = "inline" if media_type in INLINE_TYPES and not download else "attachment"
     if media_type.startswith("text/"):
         media_type += "; charset=utf-8"
-    fallback = "".join(ch if ch.isascii() and ch.isprintable() and ch not in '"\\' else "_"
-                       for ch in name)  # fmt: skip
-    disposition = f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+    disposition = content_disposition(name, inline=kind == "inline")
     return media_type, {**SAFE_HEADERS, "content-disposition": disposition}
 
 

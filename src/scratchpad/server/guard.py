@@ -11,7 +11,8 @@ or ``"form:<id>"`` (see :mod:`scratchpad.server.browser_auth`), and a browser se
 signed URL; cookies are never read (browsers send them to every port of the host). Requests
 without the key must name the server in ``Host`` (DNS rebinding); a session's state changes
 must come from the server's own pages (``Origin``). The pages themselves are open: they are
-code and hold no data, which their script reads with the tab's session."""
+code and hold no data, which their script reads with the tab's session. WebSocket
+connections are refused outright: no route takes one, and none would pass these checks."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ NAMED_PATHS = "/v1/pads/"  # below it, a path segment is a pad name that may hol
 API_PREFIXES = ("/v1/", "/scratchpad/", "/mcp", "/openapi.json")  # JSON refusals; else HTML
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 BEARER = "bearer"
+WS_POLICY_VIOLATION = 1008
+WS_REFUSAL = "this server takes no WebSocket connections; use HTTP (SSE for streams)"
 
 
 class Guard:
@@ -64,7 +67,10 @@ class Guard:
         self.hosts = hosts or OwnHosts(None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":
+            await _refuse_websocket(receive, send)
+            return
+        if scope["type"] != "http":  # the lifespan
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
@@ -162,6 +168,15 @@ class Guard:
     def _too_large(self, length: str, limit: int) -> JSONResponse:
         message = f"request body of {length} bytes is over the {limit}-byte limit"
         return error(413, message, "InvalidInputError")
+
+
+async def _refuse_websocket(receive: Receive, send: Send) -> None:
+    """No route here speaks WebSocket, and none passes this gate: a WebSocket handshake is
+    closed with 1008 (policy violation) before anything else sees it, which the server
+    answers as HTTP 403, whatever WebSocket library it may have."""
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        await send({"type": "websocket.close", "code": WS_POLICY_VIOLATION, "reason": WS_REFUSAL})
 
 
 def _unauthorized(path: str) -> Response:

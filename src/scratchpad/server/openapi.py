@@ -33,6 +33,11 @@ from scratchpad.server.schemas import ErrorBody
 from scratchpad.server.web_routes import WEB_DIR
 
 SCHEMAS = "#/components/schemas/"
+DISPOSITION = {  # headers.content_disposition: an ASCII stand-in, then the name in UTF-8
+    "type": "string",
+    "pattern": '^(attachment|inline); filename="[ !#-$&-\\[\\]-~]*"; '
+    "filename\\*=UTF-8''[A-Za-z0-9%._~-]+$",
+}
 ERROR_TEXTS = {
     400: "Bad input: the message says what to change.",
     401: "Missing or wrong API key, and no live browser session: send 'Authorization: Bearer "
@@ -49,6 +54,10 @@ ERROR_TEXTS = {
     422: "The body or a parameter is not of the documented shape (the message names it).",
     500: "The server could not do it (the message, or the server log, says why).",
     502: "A language-model provider failed.",
+    503: "The server is not set up for this: the message says what to configure. Testing "
+    "credentials needs a model: SCRATCHPAD_PROBE_MODEL (else SCRATCHPAD_MODEL) as "
+    "'provider:model', and that provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY) in the "
+    "server's environment; restart it after.",
     507: "A write found the disk of the server's home full (the message names it): nothing "
     "half-written stays; free some space, then ask again.",
 }
@@ -59,7 +68,8 @@ DESCRIPTION = (
     "header (a one-time login link's token traded at `POST /login`; links from `scratchpad "
     "login` or `POST /v1/login-links`); downloads also open through a short-lived signed URL "
     "(`POST /v1/signed-urls`). No cookie is read. Errors answer "
-    '`{"error": ..., "type": ...}`. Streams are server-sent events: `data: <json>` frames '
+    '`{"error": ..., "type": ...}`; a method a path does not take answers 405 with `Allow` '
+    "naming those it does. Streams are server-sent events: `data: <json>` frames "
     "(and `: ping` comments) separated by a blank line."
 )
 SECURITY_SCHEMES: dict[str, Any] = {
@@ -177,6 +187,11 @@ def sse(
     lines = ["`id: <n>`"] * numbered + ["`event: <type>`"] * named + ["`data: <json>`"]
     text = f"A stream of server-sent events: {' and '.join(lines)} frames, {ending}."
     return answers(schema, *statuses, media_type="text/event-stream", description=text)
+
+
+def attachment(description: str) -> dict[str, dict[str, Any]]:
+    """A download's ``headers=`` for :func:`answers`: its ``Content-Disposition``."""
+    return {"content-disposition": {"description": description, "schema": DISPOSITION}}
 
 
 def raw_body(description: str, media_type: str = "application/octet-stream") -> dict[str, Any]:

@@ -156,6 +156,7 @@ async def _serve_locked(
                 port=port,
                 log_level="warning",
                 lifespan="on",
+                ws="none",  # no route speaks WebSocket (the guard refuses the scope too)
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
                 timeout_keep_alive=settings.http_keepalive_s,  # uvicorn's 5 s raced clients
             )

@@ -14,6 +14,7 @@ from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent, StreamItem
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.names import MAX_NAME_CHARS, validate_pad_name
 from scratchpad.runtime.padinfo import PadInfo
+from scratchpad.runtime.timeouts import check_estimate, check_timeout
 from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome
 from scratchpad.tools.cell_result import cell_outcome
 from scratchpad.tools.context import ToolSessionContext
@@ -64,9 +65,14 @@ INPUT_SCHEMA: dict[str, Any] = {
             "description": "Packages to install (install; with exec: before the code runs).",
         },
         "one_line_description": {"type": "string", "description": "What this cell does."},
-        "estimated_execution_time_seconds": {"type": "number", "description": TIMEOUT_HELP},
+        "estimated_execution_time_seconds": {
+            "type": "number",
+            "minimum": 0,
+            "description": TIMEOUT_HELP,
+        },
         "timeout_s": {
             "type": "number",
+            "exclusiveMinimum": 0,
             "description": "exec: a hard limit in seconds for this cell, used instead of the "
             "estimate's (it may be short; at most the server's maximum).",
         },
@@ -151,6 +157,12 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
     if not code.strip():
         context.emit("scratchpad_empty_code", pad=name)
         return ToolOutcome(EMPTY_CODE, ok=False, reason="empty_code")
+    estimate = check_estimate(tool_input.get("estimated_execution_time_seconds") or 0,
+                              name="estimated_execution_time_seconds")  # fmt: skip
+    timeout_s = tool_input.get("timeout_s")
+    if timeout_s is not None:  # its upper limit is the runtime's (a remote one: its server's)
+        timeout_s = check_timeout(timeout_s)
+    cell_id = check_cell_id(tool_input.get("cell_id"))
     question = _second_pad_question(context, name, bool(tool_input.get("confirm_new_scratchpad")))
     if question:
         return ToolOutcome(question, ok=False, reason="confirm_new_scratchpad")
@@ -161,9 +173,6 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
     if packages:
         await pad.install_packages(packages)
     description = str(tool_input.get("one_line_description") or "")
-    estimate = tool_input.get("estimated_execution_time_seconds") or 0
-    timeout_s = tool_input.get("timeout_s")
-    cell_id = check_cell_id(tool_input.get("cell_id"))
     context.emit("scratchpad_call", pad=name, code=code, description=description)
     context.notify("before_cell", name, _preview(code, description))
     try:
