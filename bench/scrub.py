@@ -26,7 +26,7 @@ from tests.vault.scrub_corpus import (
     printed_forms,
 )
 
-from scratchpad.vault.scrub import Scrubber
+from scratchpad.scrub import Scrubber
 
 MB = 1_000_000
 WORDS = [

@@ -12,7 +12,7 @@ from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.names import dir_name, validate_pad_name
-from scratchpad.vault.scrub import register
+from scratchpad.scrub import register
 from tests.conftest import wait_until_busy
 
 

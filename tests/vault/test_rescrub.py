@@ -17,8 +17,8 @@ from scratchpad.observations import ObservationStore
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.history import CellHistory
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.scrub import scrubber
 from scratchpad.vault.rescrub import rescrub_home, rescrub_lines, scrub_json_text
-from scratchpad.vault.scrub import scrubber
 
 SECRET = 'pa"ss\\w0rd-Zq9'  # JSON and repr escape it: the forms nest in a history line
 NAME = "DS_X__PASSWORD"

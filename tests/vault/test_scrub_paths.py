@@ -27,8 +27,8 @@ from scratchpad.llm import ScriptedProvider, TextBlock, ToolCall, ToolResultBloc
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.scrub import scrubber
 from scratchpad.server.mcp_server import create_mcp_server
-from scratchpad.vault.scrub import scrubber
 from tests.server_helpers import running_server
 from tests.vault.scrub_corpus import (
     CONTROL_CELL,
@@ -206,7 +206,7 @@ def test_server_log_records_are_scrubbed(tmp_path: Path) -> None:
     """Whatever handler writes them: the record is scrubbed when it is made."""
     script = (
         "import logging, sys\n"
-        "from scratchpad.vault.scrub import scrub_logs, scrubber\n"
+        "from scratchpad.scrub import scrub_logs, scrubber\n"
         "scrubber().add(sys.argv[1], 'DS_X__TOKEN')\n"
         "scrub_logs()\n"
         "logging.basicConfig(level=logging.INFO)\n"

@@ -33,6 +33,7 @@ from scratchpad.llm.provider import Provider
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.names import SAFE_NAME
+from scratchpad.scrub import scrub as default_scrub
 from scratchpad.tools import (
     ScratchpadObserver,
     ToolOutcome,
@@ -40,7 +41,6 @@ from scratchpad.tools import (
     ToolSessionContext,
     builtin_registry,
 )
-from scratchpad.vault.scrub import scrub as default_scrub
 from scratchpad.vault.sources import register_process_secrets
 
 HINT_AFTER = 2

@@ -16,8 +16,8 @@ from httpx_sse import connect_sse
 
 from scratchpad.cli.background import checked
 from scratchpad.config import Settings
+from scratchpad.scrub import scrubber
 from scratchpad.vault.rescrub import rescrub_home
-from scratchpad.vault.scrub import scrubber
 from scratchpad.vault.store import Vault
 
 if TYPE_CHECKING:

@@ -35,8 +35,8 @@ from scratchpad.runtime.cell import (
 )
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.runtime.timeouts import Timeouts
+from scratchpad.scrub import scrub, scrub_bundle, scrubber
 from scratchpad.text import clean_data, clean_text, cut_middle
-from scratchpad.vault.scrub import scrub, scrub_bundle, scrubber
 
 StopReason = Literal["timeout", "inactivity", "cancelled", "aborted"]
 MESSAGE_CAP = 4_000  # characters of one progress message or note

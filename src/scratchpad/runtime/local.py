@@ -35,8 +35,8 @@ from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.launcher import Launcher, SecretEnv
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 from scratchpad.runtime.watch import PadWatch
+from scratchpad.scrub import register, scrubber
 from scratchpad.vault.rescrub import rescrub_recorded
-from scratchpad.vault.scrub import register, scrubber
 
 log = logging.getLogger(__name__)
 DEATHS_BEFORE_FULL_RESET = 2

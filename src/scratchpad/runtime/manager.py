@@ -19,8 +19,8 @@ from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.names import dir_name, is_pad_dir_name, validate_pad_name
 from scratchpad.runtime.padinfo import HistoryCounts, PadInfo, describe_running
 from scratchpad.runtime.watch import PadWatch, PadWatches
+from scratchpad.scrub import scrubber
 from scratchpad.vault.rescrub import RescrubReport, rescrub_home, rescrub_lines
-from scratchpad.vault.scrub import scrubber
 from scratchpad.vault.sources import register_process_secrets
 
 if TYPE_CHECKING:

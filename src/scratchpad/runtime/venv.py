@@ -28,8 +28,8 @@ from pathlib import Path
 from scratchpad.errors import InstallError, InvalidInputError, VenvError
 from scratchpad.fsutil import atomic_write_bytes, atomic_write_text, private_dir
 from scratchpad.runtime import procgroup
+from scratchpad.scrub import scrub
 from scratchpad.text import find_control
-from scratchpad.vault.scrub import scrub
 
 MARKER = "scratchpad-venv.json"
 NAME_FILE = "pad.json"

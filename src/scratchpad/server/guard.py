@@ -17,11 +17,11 @@ from urllib.parse import quote, unquote
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from scratchpad.scrub import scrub
 from scratchpad.server.auth import authorized
 from scratchpad.server.browser_auth import FORM_PREFIX, SESSION_COOKIE, BrowserSessions
 from scratchpad.server.hosts import OwnHosts, same_origin
 from scratchpad.server.pages import login_needed
-from scratchpad.vault.scrub import scrub
 
 OPEN_PATHS = frozenset({"/healthz", "/login", "/logout"})
 OPEN_PREFIXES = ("/static/",)  # the web UI's files: code and styles, no data

@@ -18,6 +18,7 @@ from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime import sandboxing
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.proctree import kill_orphans
+from scratchpad.scrub import scrub_logs
 from scratchpad.server.app import create_app
 from scratchpad.server.auth import key_path, resolve_api_key
 from scratchpad.server.logfilter import hide_tokens
@@ -29,7 +30,6 @@ from scratchpad.server.state import (
     read_record,
     write_record,
 )
-from scratchpad.vault.scrub import scrub_logs
 
 SHUTDOWN_GRACE_S = 5  # running cells get this long to finish before their pads are closed
 STOPPED = "the server stopped"

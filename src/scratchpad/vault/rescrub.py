@@ -29,7 +29,7 @@ from scratchpad.fsutil import atomic_write_chunks
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.cell import CELL_FIELDS, Cell
 from scratchpad.runtime.history import CellHistory
-from scratchpad.vault.scrub import Scrubber, scrubber
+from scratchpad.scrub import Scrubber, scrubber
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 
 from scratchpad.config import Settings
-from scratchpad.vault.scrub import register
+from scratchpad.scrub import register
 
 # Variables whose values are secrets by their name: provider keys, tokens, passwords.
 SECRET_VARIABLE = re.compile(
