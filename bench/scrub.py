@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.vault.scrub_corpus import (
+from tests.scrub.corpus import (
     CONTROL_LINES,
     SECRETS,
     UNKNOWN_KEYS,

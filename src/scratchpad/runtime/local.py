@@ -33,10 +33,10 @@ from scratchpad.runtime.cellrun import Caps, CellRun
 from scratchpad.runtime.history import CellHistory, fold
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.launcher import Launcher, SecretEnv
+from scratchpad.runtime.rescrub import rescrub_history, scrub_cell
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 from scratchpad.runtime.watch import PadWatch
 from scratchpad.scrub import register, scrubber
-from scratchpad.vault.rescrub import rescrub_recorded
 
 log = logging.getLogger(__name__)
 DEATHS_BEFORE_FULL_RESET = 2
@@ -373,9 +373,14 @@ class LocalRuntime(ScratchpadRuntime):
         self.watch.recorded(cell)
 
     async def rescrub(self) -> tuple[int, bool]:
+        scrub = scrubber()
         async with self._rewriting:  # not while a fold writes cells from before
             cells = self._cells if self._loaded else []
-            return await rescrub_recorded(cells, self._history, scrubber())
+            changed = sum(scrub_cell(scrub, cell) for cell in list(cells))
+            try:
+                return changed, await asyncio.to_thread(rescrub_history, self._history, scrub)
+            except FileNotFoundError:
+                return changed, False
 
     async def _after_kill(self, run: CellRun) -> None:
         """The ladder killed the kernel: start a fresh one so the pad stays usable."""

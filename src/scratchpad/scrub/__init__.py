@@ -48,11 +48,12 @@ def scrub(text: str) -> str:
 BINARY_IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"})
 
 
-def scrub_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
+def scrub_bundle(bundle: dict[str, Any], scrub: Scrubber | None = None) -> dict[str, Any]:
     """A display's mime bundle with its text scrubbed, mime names included; base64 images
     are left as they are (an SVG is text and is scrubbed)."""
+    scrub = scrub or _SCRUBBER
     return {
-        _SCRUBBER.scrub(mime): value if mime in BINARY_IMAGE_MIMES else _SCRUBBER.scrub_data(value)
+        scrub.scrub(mime): value if mime in BINARY_IMAGE_MIMES else scrub.scrub_data(value)
         for mime, value in bundle.items()
     }
 

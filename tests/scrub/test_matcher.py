@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scratchpad.scrub import REDACTED, Scrubber, scrub_bundle, scrubber
-from tests.vault.scrub_corpus import CONTROL_LINES, UNKNOWN_KEYS, leak_probes, printed_forms
+from tests.scrub.corpus import CONTROL_LINES, UNKNOWN_KEYS, leak_probes, printed_forms
 
 SECRET = 'Zq9/p@ss"w0rd+\\x'
 

@@ -29,14 +29,14 @@ from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEve
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.scrub import scrubber
 from scratchpad.server.mcp_server import create_mcp_server
-from tests.server_helpers import running_server
-from tests.vault.scrub_corpus import (
+from tests.scrub.corpus import (
     CONTROL_CELL,
     CONTROL_LINES,
     SECRETS,
     leaks,
     secret_cell,
 )
+from tests.server_helpers import running_server
 
 KEY = "corpus-server-key"
 
