@@ -521,7 +521,8 @@ class LocalRuntime(ScratchpadRuntime):
         for kind, payload in kernel.pending_events():
             self._note_late(kind, payload)
         for kind, buffer in self._late.items():
-            self._notes.append(f"[late {kind} from an earlier cell] {buffer.text().rstrip()}")
+            late = buffer.text(trim=scrubber().trim_cut).rstrip()  # scrubbed with the logs
+            self._notes.append(f"[late {kind} from an earlier cell] {late}")
         self._late = {}
         notes, self._notes = self._notes, []
         return notes

@@ -1,130 +1,27 @@
-"""The one scrubber: every secret value this process knows, removed from text on its way out.
+"""The scrubber: every form of every known secret, and key-shaped strings, replaced in text.
 
-A secret is caught as itself and as it looks once encoded: JSON-escaped, URL-encoded, hex
-(both cases), base64 and URL-safe base64 — also the shifted forms that appear when the value
-follows other bytes in the encoded data — and, for multi-line values, line by line. Strings
-shaped like well-known API keys (``sk-…``, ``sk-ant-…``, ``AIza…``, ``ghp_…``, ``github_pat_…``,
-``xox[abp]-…``, ``AKIA…``) are caught even when nobody registered them.
-
-A known secret becomes ``[NAME]`` (its variable, e.g. ``[DS_POSTGRES_PROD__PASSWORD]``), an
-unknown key-shaped string ``[REDACTED]``. Values shorter than :data:`MIN_SECRET_CHARS` are not
-taken: they would redact ordinary words.
+The forms a secret takes (:mod:`scratchpad.scrub.forms`) are built once when it is
+registered; the search over all of them (:mod:`scratchpad.scrub.patterns`) is compiled once
+per change, on first use. A known secret becomes ``[NAME]`` (its variable, e.g.
+``[DS_POSTGRES_PROD__PASSWORD]``), an unknown key-shaped string ``[REDACTED]``.
 
 Streams use :meth:`Scrubber.stream`: a value split across two chunks is still caught, because
-a tail that could be the start of a secret is held back until the next chunk or the end.
+a tail that could be the start of a secret is held back until the next chunk or the end. Where
+text is cut (a capped output keeps its head and tail), :meth:`Scrubber.trim_cut` drops what
+could be part of a secret on either side of the cut.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, quote_plus
 
-import regex
+from scratchpad.scrub.forms import MIN_SECRET_CHARS, Form, forms_of
+from scratchpad.scrub.patterns import HELD_WORD_CHARS, REDACTED, Patterns
 
-MIN_SECRET_CHARS = 6
-REDACTED = "[REDACTED]"
-HELD_WORD_CHARS = 256  # a trailing run of key characters held back by a stream, at most
-
-# Key shapes caught whether registered or not (a letter or digit before them is no start), as
-# (literal start, the rest as a pattern): the starts go into the trie of known forms.
-KEY_SHAPES = (
-    ("sk-ant-", r"[A-Za-z0-9_\-]{16,}"),
-    ("sk-", r"(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
-    ("AIza", r"[0-9A-Za-z_\-]{30,}"),
-    ("gh", r"[pousr]_[A-Za-z0-9]{30,}"),
-    ("github_pat_", r"[A-Za-z0-9_]{22,}"),
-    ("xox", r"[abpr]-[A-Za-z0-9\-]{10,}"),
-    ("AKIA", r"[0-9A-Z]{16}"),
-    ("ASIA", r"[0-9A-Z]{16}"),
-)
-_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _TRAILING_WORD = re.compile(rf"[A-Za-z0-9_\-]{{1,{HELD_WORD_CHARS}}}\Z")
-
-
-def encodings(value: str) -> set[str]:
-    """The forms ``value`` takes in output: itself, escaped, percent-encoded, hex, base64."""
-    raw = value.encode("utf-8")
-    forms = {
-        value,
-        json.dumps(value)[1:-1],
-        json.dumps(value, ensure_ascii=False)[1:-1],
-        repr(value)[1:-1],
-        quote(value, safe=""),
-        quote(value),
-        quote_plus(value),
-        raw.hex(),
-        raw.hex().upper(),
-    }
-    for encode in (base64.b64encode, base64.urlsafe_b64encode):
-        forms.update(_base64_cores(raw, encode))
-    return {form for form in forms if len(form) >= MIN_SECRET_CHARS}
-
-
-def _base64_cores(raw: bytes, encode: Callable[[bytes], bytes]) -> set[str]:
-    """The base64 characters that depend on ``raw`` alone, for each of its three alignments
-    (a value after 0, 1 or 2 other bytes encodes differently)."""
-    cores = set()
-    for shift in range(3):
-        text = encode(b"\0" * shift + raw).decode("ascii")
-        first = -(-8 * shift // 6)  # the first character made only of the value's bits
-        last = 8 * (shift + len(raw)) // 6  # characters past it mix in what follows
-        cores.add(text[first:last])
-    return cores
-
-
-_TAILS = "tails"  # a trie node's patterns (its other keys: one character, or "" for an end)
-
-
-def trie_pattern(words: Iterable[str], tails: Iterable[tuple[str, str]] = ()) -> str:
-    """One regular expression matching any of ``words`` (longest first) or any ``(start,
-    pattern)`` of ``tails``, with common starts shared. Every alternative at the top begins
-    with a literal character, so the engine skips in C the positions where nothing can start
-    (an alternation of many literals would try each one at every position). Built without
-    recursion: a secret may be thousands of characters long (a private key)."""
-    trie: dict[str, Any] = {}
-
-    def node_of(start: str) -> dict[str, Any]:
-        node = trie
-        for char in start:
-            node = node.setdefault(char, {})
-        return node
-
-    for word in words:
-        node_of(word)[""] = {}
-    for start, pattern in tails:
-        node_of(start).setdefault(_TAILS, []).append(pattern)
-
-    def chain(char: str, child: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """The literal along a run of single children, and the node where it branches."""
-        literal = [char]
-        while len(child) == 1 and len(next(iter(child))) == 1:
-            ((char, child),) = child.items()
-            literal.append(char)
-        return re.escape("".join(literal)), child
-
-    built: dict[int, str] = {}
-    stack: list[tuple[dict[str, Any], bool]] = [(trie, False)]
-    while stack:
-        node, children_built = stack.pop()
-        branches = [chain(char, child) for char, child in node.items() if len(char) == 1]
-        if not children_built:
-            stack.append((node, True))
-            stack.extend((end, False) for _, end in branches)
-            continue
-        parts = [literal + built.pop(id(end)) for literal, end in branches]
-        parts += node.get(_TAILS, [])  # a known form wins over a key shape
-        if not parts:
-            built[id(node)] = ""
-        elif len(parts) == 1 and "" not in node:
-            built[id(node)] = parts[0]
-        else:
-            built[id(node)] = "(?:" + "|".join(parts) + ")" + ("?" if "" in node else "")
-    return built[id(trie)]
 
 
 def is_secret_length(value: object) -> bool:
@@ -132,33 +29,26 @@ def is_secret_length(value: object) -> bool:
     return isinstance(value, str) and len(value.strip()) >= MIN_SECRET_CHARS
 
 
-def secret_lines(value: str) -> list[str]:
-    """A value and, when it spans lines, each of its lines long enough to be caught alone."""
-    lines = [line.strip() for line in value.splitlines()]
-    return [value] + [line for line in lines if len(line) >= MIN_SECRET_CHARS and line != value]
-
-
 class Scrubber:
     """Knows every secret value of the process; ``scrub`` replaces them in text.
 
-    Thread-safe; adding values rebuilds one compiled pattern. Values are never forgotten (text
-    stored before a rotation still holds the old one).
+    Thread-safe; adding values makes the search be compiled again (on its next use). Values
+    are never forgotten (text stored before a rotation still holds the old one).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._labels: dict[str, str] = {}  # each form of each secret → its replacement
-        self._pattern: re.Pattern[str]
-        self._partial: regex.Pattern[str]  # the same pattern, for matches cut by a chunk's end
-        self._longest = 0
+        self._forms: dict[str, Form] = {}  # each form of each secret, by its text
+        self._labels: dict[str, str] = {}  # each form's replacement
+        self._patterns: Patterns | None = None  # compiled on first use after a change
         self.version = 0  # grows with every change (callers re-scrub stored text on it)
-        self._rebuild()
 
     def reset(self) -> None:
         """Forget every secret (for tests only: a process never forgets one otherwise)."""
         with self._lock:
+            self._forms.clear()
             self._labels.clear()
-            self._rebuild()
+            self._changed()
 
     def add(self, value: str, name: str | None = None) -> bool:
         """Register a secret; False (and nothing kept) when it is too short to be one."""
@@ -176,42 +66,44 @@ class Scrubber:
                 if not is_secret_length(value):
                     continue
                 label = f"[{name}]" if name else REDACTED
-                for line in secret_lines(value):
-                    for form in encodings(line):
-                        known = self._labels.get(form)
-                        added += known is None
-                        if known is None or (known == REDACTED and name):
-                            self._labels[form] = label
+                for form in forms_of(value):
+                    known = self._labels.get(form.text)
+                    if known is None:
+                        added += 1
+                        self._forms[form.text] = form
+                    if known is None or (known == REDACTED and name):
+                        self._labels[form.text] = label
             if added:
-                self._rebuild()
+                self._changed()
         return added
 
-    def _rebuild(self) -> None:
-        forms = list(self._labels)
-        self._pattern = re.compile(trie_pattern(forms, KEY_SHAPES))
-        self._partial = regex.compile(self._pattern.pattern)
-        self._longest = max(map(len, forms), default=0)
+    def _changed(self) -> None:
+        self._patterns = None
         self.version += 1
 
-    def knows(self, text: str) -> bool:
-        """Whether ``text`` holds anything this scrubber would replace."""
-        return self._pattern.search(text) is not None
+    def _compiled(self) -> Patterns:
+        patterns = self._patterns
+        if patterns is None:
+            with self._lock:
+                if self._patterns is None:
+                    self._patterns = Patterns(self._forms.values(), self._labels)
+                patterns = self._patterns
+        return patterns
 
     def scrub(self, text: str) -> str:
         """``text`` with every secret (and key-shaped string) replaced."""
         if not text:
             return text
-        return self._pattern.sub(lambda match: self.replacement(match, text), text)
-
-    def replacement(self, match: re.Match[str], text: str) -> str:
-        """What replaces one match: its label, or REDACTED for a key shape (none at all for a
-        key shape that only continues a longer word)."""
-        found = match.group()
-        label = self._labels.get(found)
-        if label is not None:
-            return label
-        start = match.start()
-        return found if start and text[start - 1] in _KEY_CHARS else REDACTED
+        spans = self._compiled().spans(text)
+        if not spans:
+            return text
+        pieces: list[str] = []
+        done = 0
+        for start, end, label in spans:
+            pieces += (text[done:start], label)
+            done = end
+        pieces.append(text[done:])
+        return "".join(pieces)
 
     def scrub_data(self, data: Any) -> Any:
         """Strings anywhere in nested lists and dicts (keys too) scrubbed; the rest as is."""
@@ -221,23 +113,20 @@ class Scrubber:
         """A scrubber for one stream of chunks (a cell's stdout, say)."""
         return StreamScrubber(self)
 
+    def trim_cut(self, head: str, tail: str) -> tuple[str, str]:
+        """The two sides of a cut (the kept head and tail of a capped text) without what could
+        be part of a secret the cut went through: the end of ``head`` that could begin one,
+        the start of ``tail`` that could end one."""
+        patterns = self._compiled()
+        return head[: len(head) - patterns.open_end(head)], tail[patterns.open_start(tail) :]
+
     def held_tail(self, text: str) -> int:
         """How many trailing characters of ``text`` could begin a secret still to come: from
-        the first match the end of ``text`` cuts short (``regex``'s partial matching, over the
-        last longest-form characters), or a trailing run of key characters."""
-        end = len(text)
-        held = 0
-        position = max(0, end - max(self._longest - 1, HELD_WORD_CHARS))
-        while position < end:
-            match = self._partial.search(text, position, partial=True)
-            if match is None or match.start() >= end:
-                break
-            if match.partial or match.end() == end:
-                held = end - match.start()
-                break
-            position = max(match.end(), match.start() + 1)
-        word = _TRAILING_WORD.search(text, max(0, end - HELD_WORD_CHARS))
-        return max(held, 0 if word is None else end - word.start())
+        the first piece the end of ``text`` cuts short, or a trailing run of key characters
+        (the start of a key shape)."""
+        word = _TRAILING_WORD.search(text, max(0, len(text) - HELD_WORD_CHARS))
+        held = self._compiled().open_end(text)
+        return max(held, 0 if word is None else len(text) - word.start())
 
 
 class StreamScrubber:
@@ -254,19 +143,22 @@ class StreamScrubber:
         cut = len(text) - scrubber.held_tail(text)
         pieces: list[str] = []
         done = 0
-        for match in scrubber._pattern.finditer(text):
-            if match.end() > cut:
-                cut = min(cut, match.start())  # never split what was found
+        for start, end, label in scrubber._compiled().spans(text):
+            if end > cut:
+                cut = min(cut, start)  # never split what was found
                 break
-            pieces += (text[done : match.start()], scrubber.replacement(match, text))
-            done = match.end()
+            pieces += (text[done:start], label)
+            done = end
         pieces.append(text[done:cut])
         self._pending = text[cut:]
         return "".join(pieces)
 
-    def flush(self) -> str:
-        """What is still held back, scrubbed (the stream ended)."""
+    def flush(self, *, cut: bool = False) -> str:
+        """What is still held back, scrubbed (the stream ended). With ``cut``, the stream was
+        cut short here (more followed that is not shown): what could begin a secret goes."""
         text, self._pending = self._pending, ""
+        if cut:
+            text = self._scrubber.trim_cut(text, "")[0]
         return self._scrubber.scrub(text)
 
 
