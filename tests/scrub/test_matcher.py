@@ -73,9 +73,9 @@ def test_data_and_bundles() -> None:
         "n": 3,
     }
     scrubber().add(SECRET, "DS_PG_PROD__PASSWORD")
-    image = base64.b64encode(SECRET.encode()).decode()
-    bundle = scrub_bundle({"text/plain": SECRET, "image/png": image})
-    assert bundle == {"text/plain": "[DS_PG_PROD__PASSWORD]", "image/png": image}
+    image = base64.b64encode(SECRET.encode()).decode()  # base64 images are not text
+    bundle = scrub_bundle({"text/plain": SECRET, "image/jpeg": image})
+    assert bundle == {"text/plain": "[DS_PG_PROD__PASSWORD]", "image/jpeg": image}
 
 
 def test_a_stream_cut_anywhere_leaks_nothing() -> None:

@@ -3,8 +3,9 @@
 A leaf service: it imports nothing of the rest of Scratchpad but the file helpers, so every
 part (pads, the vault, the observation store, the edges) can use it. The vault, the server
 and the process's environment tell it secrets (:func:`register`); text on every path out
-passes :func:`scrub` (or a stream of :meth:`Scrubber.stream`). What it matches is in
-:mod:`scratchpad.scrub.matcher`.
+passes :func:`scrub` (or a stream of :meth:`Scrubber.stream`), a display's bundle
+:func:`scrub_bundle` (PNG text chunks stripped: :mod:`scratchpad.scrub.png`). What it matches
+is in :mod:`scratchpad.scrub.forms` and :mod:`scratchpad.scrub.matcher`.
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from scratchpad.scrub.matcher import (
-    MIN_SECRET_CHARS,
-    REDACTED,
-    Scrubber,
-    StreamScrubber,
-)
+from scratchpad.scrub.forms import MIN_SECRET_CHARS
+from scratchpad.scrub.matcher import Scrubber, StreamScrubber
+from scratchpad.scrub.patterns import REDACTED
+from scratchpad.scrub.png import strip_png_text
 
 __all__ = [
+    "BAD_PNG",
     "MIN_SECRET_CHARS",
     "REDACTED",
     "Scrubber",
@@ -46,16 +46,26 @@ def scrub(text: str) -> str:
 
 
 BINARY_IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"})
+BAD_PNG = "[an image/png that is no well-formed PNG was left out]"
 
 
 def scrub_bundle(bundle: dict[str, Any], scrub: Scrubber | None = None) -> dict[str, Any]:
-    """A display's mime bundle with its text scrubbed, mime names included; base64 images
-    are left as they are (an SVG is text and is scrubbed)."""
+    """A display's mime bundle with its text scrubbed, mime names included; a PNG loses its
+    text chunks (a malformed one is left out, saying so), other base64 images are left as they
+    are (an SVG is text and is scrubbed)."""
     scrub = scrub or _SCRUBBER
-    return {
-        scrub.scrub(mime): value if mime in BINARY_IMAGE_MIMES else scrub.scrub_data(value)
-        for mime, value in bundle.items()
-    }
+    cleaned: dict[str, Any] = {}
+    for mime, value in bundle.items():
+        if mime == "image/png":
+            value = strip_png_text(value) if isinstance(value, str) else None
+            if value is None:
+                continue
+        elif mime not in BINARY_IMAGE_MIMES:
+            value = scrub.scrub_data(value)
+        cleaned[scrub.scrub(mime)] = value
+    if len(cleaned) < len(bundle) and "text/plain" not in cleaned:
+        cleaned["text/plain"] = BAD_PNG
+    return cleaned
 
 
 _log_formatter = logging.Formatter()
