@@ -25,7 +25,7 @@ from scratchpad.agent.session import Session
 from scratchpad.config import Settings
 from scratchpad.llm import ScriptedProvider, TextBlock, ToolCall, ToolResultBlock
 from scratchpad.observations.store import ObservationStore
-from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent
+from scratchpad.runtime.cell import Cell, OutputEvent
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.scrub import scrubber
 from scratchpad.server.mcp_server import create_mcp_server
@@ -33,8 +33,10 @@ from tests.scrub.corpus import (
     CONTROL_CELL,
     CONTROL_LINES,
     SECRETS,
+    everything_in,
     leaks,
     secret_cell,
+    streamed,
 )
 from tests.server_helpers import running_server
 
@@ -44,29 +46,6 @@ KEY = "corpus-server-key"
 @pytest.fixture(autouse=True)
 def known_secrets() -> None:
     scrubber().add_many(dict((value, name) for name, value in SECRETS.items()))
-
-
-def everything_in(home: Path) -> str:
-    """Every byte of every file under ``home`` (as text), for a leak search."""
-    texts = []
-    for path in sorted(home.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            texts.append(path.read_bytes().decode("utf-8", "replace"))
-    return "\n".join(texts)
-
-
-def streamed(items: list[Any]) -> str:
-    parts = []
-    for item in items:
-        if isinstance(item, OutputEvent):
-            parts.append(item.text)
-        elif isinstance(item, ProgressEvent):
-            parts.append(item.message)
-        elif isinstance(item, DisplayEvent):
-            parts.append(json.dumps(item.data))
-        elif isinstance(item, Cell):
-            parts.append(json.dumps(item.to_dict()))
-    return "\n".join(parts)
 
 
 @pytest.fixture
