@@ -7,12 +7,13 @@ and base64 (standard and URL-safe, at each of the three alignments a value takes
 bytes). A multi-line value is also caught line by line. Each form is an exact string: matching
 stays case-sensitive, so the engine skips the many positions where no form can start.
 
-A prefix or a suffix of at least :data:`ANCHOR_CHARS` characters of a value (``key[:12]``,
-the 200 characters CPython's ``int()`` quotes) is caught in every form that encodes character
-by character: each such form carries the encoding of the value's first and last
-:data:`ANCHOR_CHARS` characters as anchors, and the matcher extends a found anchor as far as
-the text goes on agreeing with the form. Only values that look random there get anchors: a
-URL, a PEM armour line or a piece of words would make a prefix redact ordinary text.
+A prefix of at least :data:`ANCHOR_CHARS` characters of a value (``key[:12]``, the 200
+characters CPython's ``int()`` error quotes) is caught in every form that encodes character by
+character, and a suffix as it is printed (in either case) and in base64: such a form carries the
+encoding of the value's first (and last) :data:`ANCHOR_CHARS` characters as anchors, and the
+matcher extends a found anchor as far as the text goes on agreeing with the form. Only values
+that look random there get anchors: a URL, a PEM armour line or a piece of words would make a
+prefix redact ordinary text.
 """
 
 from __future__ import annotations
@@ -64,11 +65,10 @@ def _every_byte(value: str) -> str:
 
 
 # Encodings that turn a value into output character by character (a prefix of the value
-# encodes to a prefix of the form), each applied to the value, its prefix and its suffix.
-CHARACTER_WISE: tuple[Callable[[str], str], ...] = (
-    lambda value: value,
-    str.upper,
-    str.lower,
+# encodes to a prefix of the form), each applied to the value and its prefix (and, for the
+# value itself and its cases, to its suffix: a suffix is printed as it is, ``key[-12:]``).
+CASES: tuple[Callable[[str], str], ...] = (lambda value: value, str.upper, str.lower)
+ESCAPED: tuple[Callable[[str], str], ...] = (
     lambda value: json.dumps(value)[1:-1],
     lambda value: json.dumps(value, ensure_ascii=False)[1:-1],
     _repr_inner,
@@ -119,13 +119,13 @@ def _line_forms(line: str) -> list[Form]:
     head = _anchored(line[:ANCHOR_CHARS], line)
     tail = _anchored(line[-ANCHOR_CHARS:], line)
     forms = []
-    for encode in CHARACTER_WISE:
+    for encode in CASES + ESCAPED:
         text = encode(line)
         forms.append(
             Form(
                 text,
                 head=_anchor_length(encode(line[:ANCHOR_CHARS]), text, head),
-                tail=_anchor_length(encode(line[-ANCHOR_CHARS:]), text, tail),
+                tail=_anchor_length(encode(line[-ANCHOR_CHARS:]), text, tail and encode in CASES),
             )
         )
     forms += [Form(encode(line)) for encode in WHOLE]

@@ -44,6 +44,7 @@ KEY_SHAPES = (
 )
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _COMMON_MARKS = frozenset(".,:;-_/()[]='\"")  # punctuation of ordinary output
+_LETTERS = {letter: 26 - rank for rank, letter in enumerate("etaoinsrhldcumfpgwybvkxjqz")}
 
 Kind = Literal["whole", "head", "tail"]  # how a piece stands for its form
 Span = tuple[int, int, str]  # start, end, replacement
@@ -242,12 +243,17 @@ def rare_start(piece: str) -> int:
 
 
 def _commonness(char: str) -> int:
-    """How often ``char`` starts a word of ordinary output (0: rarely)."""
-    if char.islower() or char.isdigit() or char.isspace():
-        return 3
+    """How often ``char`` appears in ordinary output, roughly (0: rarely): lowercase letters
+    by their frequency in English, then digits, punctuation, capitals, everything else."""
+    if char.isspace():
+        return 400
+    if char.islower():
+        return 300 + _LETTERS.get(char, 0)
+    if char.isdigit():
+        return 300
     if char in _COMMON_MARKS:
-        return 2
-    return 1 if char.isupper() else 0
+        return 200
+    return 100 if char.isupper() else 0
 
 
 def extend_forward(text: str, start: int, end: int, form: str) -> tuple[int, int]:
