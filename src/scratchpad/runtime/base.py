@@ -12,9 +12,9 @@ from types import TracebackType
 from typing import Any
 
 from scratchpad.errors import InvalidInputError, PadError
+from scratchpad.padnames import validate_pad_name
 from scratchpad.runtime import render
 from scratchpad.runtime.cell import Cell, StreamItem
-from scratchpad.runtime.names import validate_pad_name
 from scratchpad.scrub import scrub
 from scratchpad.text import clean_text, cut_middle
 

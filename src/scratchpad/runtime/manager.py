@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidPadNameError, PadError, PadNotFoundError
+from scratchpad.padnames import dir_name, is_pad_dir_name, validate_pad_name
 from scratchpad.runtime import venv
 from scratchpad.runtime.base import CLOSED, RuntimeFactory, ScratchpadRuntime
 from scratchpad.runtime.cellqueue import remember
 from scratchpad.runtime.local import LocalRuntime
-from scratchpad.runtime.names import dir_name, is_pad_dir_name, validate_pad_name
 from scratchpad.runtime.padinfo import HISTORY, HistoryCounts, PadInfo, describe_running
 from scratchpad.runtime.rescrub import RescrubReport, rescrub_home
 from scratchpad.runtime.watch import PadWatch, PadWatches
