@@ -18,7 +18,7 @@ from pathlib import Path
 
 from scratchpad.config import Settings
 from scratchpad.observations import ObservationStore
-from scratchpad.vault.scrub import scrubber
+from scratchpad.scrub import scrubber
 
 MB = 1_000_000
 

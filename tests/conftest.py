@@ -15,7 +15,7 @@ import pytest
 from scratchpad.config import Settings
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.vault.scrub import scrubber
+from scratchpad.scrub import scrubber
 
 PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
 

@@ -160,7 +160,7 @@ def test_chat_shows_model_and_tool_text_escaped(
 
 
 def test_what_the_cli_prints_is_scrubbed() -> None:
-    from scratchpad.vault.scrub import scrubber
+    from scratchpad.scrub import scrubber
 
     scrubber().add("agent-summary-secret-1", "DS_X__TOKEN")
     assert safe_text("the summary: agent-summary-secret-1\x1b[2J") == (

@@ -31,7 +31,7 @@ from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.snapshots import cycle_key
 from scratchpad.observations import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.vault.scrub import register
+from scratchpad.scrub import register
 from tests.memory.helpers import RULES, fixed_clock, make_agent, moving_clock, reply
 from tests.runtime.attacks import gone
 

@@ -14,7 +14,7 @@ import pytest
 from scratchpad.config import Settings
 from scratchpad.observations import ObservationStore
 from scratchpad.observations.chunks import TextChunker, prepare
-from scratchpad.vault.scrub import scrubber
+from scratchpad.scrub import scrubber
 
 SECRET = "Tr0ub4dor&3-horse-battery"
 LABEL = "[DS_X__PASSWORD]"

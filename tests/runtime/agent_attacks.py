@@ -18,8 +18,8 @@ import yaml
 
 from scratchpad.config import Settings
 from scratchpad.memory import CycleAgent, ScriptedModel, init_agent
+from scratchpad.scrub import scrubber
 from scratchpad.server.auth import resolve_api_key
-from scratchpad.vault.scrub import scrubber
 from scratchpad.vault.store import Vault
 from tests.memory.helpers import fixed_clock, reply
 from tests.runtime.attacks import gone

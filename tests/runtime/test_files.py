@@ -21,7 +21,7 @@ from scratchpad.errors import (
 )
 from scratchpad.runtime.files import MAX_PATH_CHARS, Workspace, clean_path, workspace
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.vault.scrub import scrubber
+from scratchpad.scrub import scrubber
 
 
 @pytest.fixture

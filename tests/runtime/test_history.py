@@ -14,8 +14,8 @@ from scratchpad import fsutil
 from scratchpad.errors import DiskFullError
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.history import CellHistory, encode, frame, unframe, unrecorded
-from scratchpad.vault.rescrub import rescrub_lines
-from scratchpad.vault.scrub import Scrubber
+from scratchpad.runtime.rescrub import rescrub_history
+from scratchpad.scrub import Scrubber
 
 LIMIT = 1 << 20
 
@@ -142,7 +142,7 @@ def test_a_rescrub_frames_the_records_it_changes_again(tmp_path: Path) -> None:
     written(path, [Cell(code=f"print({secret!r})", stdout=secret), Cell(code="plain")])
     scrub = Scrubber()
     scrub.add(secret, "DS_X__TOKEN")
-    assert rescrub_lines(path, scrub)
+    assert rescrub_history(CellHistory(path, LIMIT), scrub)
     loaded = CellHistory(path, LIMIT).load()
     assert [cell.code for cell in loaded] == ["legacy", "print('[DS_X__TOKEN]')", "plain"]
     assert secret not in path.read_text()

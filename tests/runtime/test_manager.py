@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from scratchpad.errors import InvalidPadNameError, PadNotFoundError
+from scratchpad.padnames import dir_name, validate_pad_name
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.names import dir_name, validate_pad_name
-from scratchpad.vault.scrub import register
+from scratchpad.scrub import register
 from tests.conftest import wait_until_busy
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.watch import Subscription
-from scratchpad.vault.scrub import register
+from scratchpad.scrub import register
 from tests.conftest import wait_until_busy
 
 WITHIN_S = 30.0

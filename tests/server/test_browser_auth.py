@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from scratchpad.cli.app import app as cli
 from scratchpad.config import Settings
+from scratchpad.padnames import dir_name
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.names import dir_name
 from scratchpad.server import browser_auth
 from scratchpad.server.app import create_app
 from scratchpad.server.browser_auth import BrowserSessions, auth_of, form_scope

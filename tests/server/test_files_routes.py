@@ -11,8 +11,8 @@ import pytest
 from starlette.types import Message
 
 from scratchpad.config import Settings
+from scratchpad.padnames import dir_name
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.names import dir_name
 from scratchpad.server.app import create_app
 
 KEY = "test-key"

@@ -30,7 +30,10 @@ from scratchpad.tools.scratchpad_tool import INPUT_SCHEMA as PAD_SCHEMA
 from tests.server_helpers import running_server
 
 KEY = "mcp-key"
-PNG = b"\x89PNG\r\n\x1a\n-a-tiny-image"
+PNG = base64.b64decode(  # a 1x1 image: a display keeps only well-formed PNGs
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5E"
+    "rkJggg=="
+)
 SHOW_IMAGE = (
     "class Picture:\n"
     "    def _repr_png_(self):\n"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator
 from copy import deepcopy
@@ -31,12 +32,16 @@ KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 NOT_API = {"/openapi.json", "/static"}  # the document itself; the web UI's files
 PAGES = {"/", "/docs", "/login", "/connect/{form_id}"}  # HTML for people, not API
+TINY_PNG = base64.b64decode(  # a 1x1 image: a display keeps only well-formed PNGs
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5E"
+    "rkJggg=="
+)
 RICH_CELL = (
     "progress('half')\n"
     "print('out')\n"
     "class Picture:\n"
     "    def _repr_png_(self):\n"
-    "        return b'\\x89PNG-tiny'\n"
+    f"        return {TINY_PNG!r}\n"
     "display(Picture())\n"
     "41 + 1"
 )

@@ -18,8 +18,8 @@ from fastapi import FastAPI
 from starlette.types import Message
 
 from scratchpad.config import Settings
+from scratchpad.padnames import dir_name
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.names import dir_name
 from scratchpad.runtime.watch import OVERFLOW
 from scratchpad.server.app import create_app
 from tests.process_helpers import kernel_pid

@@ -14,10 +14,10 @@ import pytest
 
 from scratchpad.config import Settings
 from scratchpad.runtime.procgroup import CappedText
+from scratchpad.scrub import register, scrubber
 from scratchpad.tools.echo_tool import echo_tool
 from scratchpad.tools.registry import ToolRegistry
 from scratchpad.tools.shell_tool import ShellOptions, ShellResult, run_shell, shell_tool
-from scratchpad.vault.scrub import register, scrubber
 from tests.runtime.attacks import gone, processes_with
 
 _tokens = itertools.count(1)

@@ -89,6 +89,18 @@ def test_only_dotenv_values_that_hold_secrets_are_scrubbed() -> None:
         "SLACK_TOKEN": "plain-words-token",
         "DATABASE_URL": "postgres://app:Hunter2-pw@db:5432/app",
         "SIGNING": "a8Fq02kLmZ7xWq91bN3c",
+        "DB_PASS": "Db-pa55!word",  # passwords spelt short
+        "PGPASS": "pg!Secr3t#1x",
+        "MYSQL_PWD": "My_Sql9_pwdX",
+        "ADMIN_PWD": "Adm1n!Pwd%xq",
+        "db_pw": "lower-case-pw",
+        "SEED": "QxZvTkWmRpLnBfHjYcDsGtKa",  # letters only, mixed like a random token
+        "PWD": "/home/analyst/project",  # the shell's working directories
+        "OLDPWD": "/home/analyst",
+        "GREETING": "ThisIsAVeryLongCamelCaseName",  # letters, but words
+        "WORD": "supercalifragilisticexpialidocious",
+        "PYTHONPATH": "/usr/lib/python3.11/site-packages",  # a path, with digits
+        "CLUSTER": "production-eu-west-1-cluster",  # words with a digit
     }
     assert sorted(secrets_of(env)) == sorted(
         [
@@ -96,8 +108,21 @@ def test_only_dotenv_values_that_hold_secrets_are_scrubbed() -> None:
             ("postgres://app:Hunter2-pw@db:5432/app", "DATABASE_URL"),
             ("Hunter2-pw", "DATABASE_URL"),
             ("a8Fq02kLmZ7xWq91bN3c", "SIGNING"),
+            ("Db-pa55!word", "DB_PASS"),
+            ("pg!Secr3t#1x", "PGPASS"),
+            ("My_Sql9_pwdX", "MYSQL_PWD"),
+            ("Adm1n!Pwd%xq", "ADMIN_PWD"),
+            ("lower-case-pw", "db_pw"),
+            ("QxZvTkWmRpLnBfHjYcDsGtKa", "SEED"),
         ]
     )
+
+
+def test_process_variables_named_like_passwords_are_secrets() -> None:
+    from scratchpad.vault.sources import environment_secrets
+
+    environ = {"MYSQL_PWD": "a1", "PGPASS": "b2", "PWD": "/x", "OLDPWD": "/y", "PATH": "/z"}
+    assert sorted(environment_secrets(environ)) == [("a1", "MYSQL_PWD"), ("b2", "PGPASS")]
 
 
 def test_a_dotenv_value_with_a_nul_is_skipped() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 from cryptography.fernet import Fernet
 
 from scratchpad.config import Settings
+from scratchpad.scrub import scrub
 from scratchpad.vault.keys import resolve_key
-from scratchpad.vault.scrub import scrub
 from scratchpad.vault.sources import register_process_secrets
 from tests.vault.test_store import MemoryKeyring
 

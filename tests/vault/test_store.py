@@ -12,9 +12,9 @@ from cryptography.fernet import Fernet
 
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, InvalidInputError, VaultNotFoundError, VaultRecordError
+from scratchpad.scrub import scrub
 from scratchpad.vault import KEEP, Vault
 from scratchpad.vault.keys import KEY_FILE
-from scratchpad.vault.scrub import scrub
 
 SECRET = "s3cret-Value-42"
 

@@ -31,8 +31,9 @@ from scratchpad.llm.messages import (
 )
 from scratchpad.llm.provider import Provider
 from scratchpad.observations.store import ObservationStore
+from scratchpad.padnames import SAFE_NAME
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.names import SAFE_NAME
+from scratchpad.scrub import scrub as default_scrub
 from scratchpad.tools import (
     ScratchpadObserver,
     ToolOutcome,
@@ -40,7 +41,6 @@ from scratchpad.tools import (
     ToolSessionContext,
     builtin_registry,
 )
-from scratchpad.vault.scrub import scrub as default_scrub
 from scratchpad.vault.sources import register_process_secrets
 
 HINT_AFTER = 2
@@ -315,7 +315,7 @@ class Session:
 
 def _session_id(value: str | None, persist: bool) -> str | None:
     """The id of a persisted session (``value``, else a new one): ids name files, so they
-    must be plain names (see runtime.names). A session that keeps nothing has none."""
+    must be plain names (see scratchpad.padnames). A session that keeps nothing has none."""
     if not persist:
         if value is not None:
             raise InvalidInputError(

@@ -445,8 +445,8 @@ def mcp_stdio() -> None:
     The pads are the pad server's, shared with exec and the rest.
     """
     from scratchpad.observations.store import ObservationStore
+    from scratchpad.scrub import scrub_logs
     from scratchpad.server.mcp_server import serve_stdio
-    from scratchpad.vault.scrub import scrub_logs
 
     scrub_logs()
 

@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent, StreamItem
 from scratchpad.runtime.render import describe_output
-from scratchpad.vault.scrub import scrub
+from scratchpad.scrub import scrub
 
 # The terminal wraps; pipes get whole lines. No emoji codes: ":x:" in cell text stays ":x:".
 console = Console(highlight=False, soft_wrap=True, emoji=False)

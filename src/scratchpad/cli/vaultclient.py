@@ -16,8 +16,8 @@ from httpx_sse import connect_sse
 
 from scratchpad.cli.background import checked
 from scratchpad.config import Settings
-from scratchpad.vault.rescrub import rescrub_home
-from scratchpad.vault.scrub import scrubber
+from scratchpad.runtime.rescrub import rescrub_home
+from scratchpad.scrub import scrubber
 from scratchpad.vault.store import Vault
 
 if TYPE_CHECKING:
@@ -69,9 +69,7 @@ class DiskVault:
         before = scrubber().version
         record = self.vault.save(engine, name or self.vault.next_name(engine), fields, secure_keys)
         if scrubber().version != before:
-            rescrub_home(
-                self.vault.settings.home, observations=self.vault.settings.observations_path
-            )
+            rescrub_home(self.vault.settings)
         return record
 
     def delete(self, engine: str, name: str) -> None:
@@ -128,7 +126,7 @@ class DiskVault:
 
         asyncio.run(follow())
         if scrubber().version != before:  # a saved secret, new to this home
-            rescrub_home(settings.home, observations=settings.observations_path)
+            rescrub_home(settings)
 
 
 class HttpVault:

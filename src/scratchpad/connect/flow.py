@@ -31,11 +31,11 @@ from scratchpad.connect.scrubbing import SubmissionScrubber
 from scratchpad.connect.submissions import Submission
 from scratchpad.errors import InvalidInputError, ScratchpadError
 from scratchpad.llm.provider import Provider
+from scratchpad.scrub import MIN_SECRET_CHARS
 from scratchpad.text import cut_middle
 from scratchpad.vault.engines import shape_problems
 from scratchpad.vault.forms import patch_block
 from scratchpad.vault.names import env_name
-from scratchpad.vault.scrub import MIN_SECRET_CHARS
 from scratchpad.vault.store import Vault
 
 log = logging.getLogger(__name__)

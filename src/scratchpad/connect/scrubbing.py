@@ -15,7 +15,7 @@ from typing import Any
 
 from scratchpad.connect.prompt import env_variable
 from scratchpad.connect.submissions import Submission
-from scratchpad.vault.scrub import Scrubber, StreamScrubber, register, scrubber
+from scratchpad.scrub import Scrubber, StreamScrubber, register, scrubber
 
 STRUCTURAL_KEYS = frozenset({"form_id", "name", "id", "type", "kind", "selected_method"})
 

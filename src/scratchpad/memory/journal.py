@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from scratchpad.memory.clock import Clock, iso, local_now
-from scratchpad.vault.scrub import scrub
+from scratchpad.scrub import scrub
 
 Outcome = Literal["done", "max_iterations", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("done", "max_iterations", "failed")

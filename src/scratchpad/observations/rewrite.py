@@ -30,7 +30,7 @@ from scratchpad.observations.summary import SUMMARY_EDGE_CHARS, storable, summar
 from scratchpad.observations.validation import metadata_json
 
 if TYPE_CHECKING:
-    from scratchpad.vault.scrub import Scrubber
+    from scratchpad.scrub import Scrubber
 
 log = logging.getLogger(__name__)
 HEAD_CHARS = 2 * SUMMARY_EDGE_CHARS

@@ -46,7 +46,7 @@ from scratchpad.observations.validation import (
     line_range,
     metadata_json,
 )
-from scratchpad.vault.scrub import Scrubber, scrubber
+from scratchpad.scrub import Scrubber, scrubber
 
 MAX_CONTEXT_LINES = 20
 MAX_GREP_MATCHES = 1000

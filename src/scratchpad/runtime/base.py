@@ -11,11 +11,12 @@ from types import TracebackType
 from typing import Any
 
 from scratchpad.errors import InvalidInputError, PadError
+from scratchpad.padnames import validate_pad_name
 from scratchpad.runtime import render
 from scratchpad.runtime.cell import Cell, StreamItem
-from scratchpad.runtime.names import validate_pad_name
 from scratchpad.runtime.timeouts import check_estimate, check_timeout
-from scratchpad.text import clean_text
+from scratchpad.scrub import scrub
+from scratchpad.text import clean_text, cut_middle
 
 DEFAULT_COMPACT_KEEP = 5
 CLOSED = "the pad was closed"
@@ -243,12 +244,22 @@ RuntimeFactory = Callable[[str], ScratchpadRuntime]
 
 
 def check_cell_id(cell_id: object) -> str | None:
-    """None (the runtime picks an id) or 1-64 letters, digits, '_' or '-'."""
-    if cell_id is None or (isinstance(cell_id, str) and CELL_ID.fullmatch(cell_id)):
-        return cell_id
-    raise InvalidInputError(
-        f"cell id {cell_id!r} is not allowed: use 1-64 letters, digits, '_' or '-'"
-    )
+    """None (the runtime picks an id) or 1-64 letters, digits, '_' or '-' that hold no secret
+    value (an id is shown as it is everywhere: streams, history, feeds, notebooks)."""
+    if cell_id is None:
+        return None
+    if not isinstance(cell_id, str) or not CELL_ID.fullmatch(cell_id):
+        shown = cut_middle(scrub(repr(cell_id)), 80)
+        raise InvalidInputError(
+            f"cell id {shown} is not allowed: use 1-64 letters, digits, '_' or '-'"
+        )
+    shown = scrub(cell_id)
+    if shown != cell_id:
+        raise InvalidInputError(
+            f"cell id {shown!r} is not allowed: it holds a secret value (shown as its label); "
+            "pick an id without it"
+        )
+    return cell_id
 
 
 async def take_turn(lock: asyncio.Lock, cancelled: asyncio.Event) -> bool:

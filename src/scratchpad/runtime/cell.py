@@ -138,16 +138,25 @@ class CappedOutput:
     def dropped(self) -> int:
         return max(0, self.total - len(self.head) - min(len(self.tail), self.tail_cap))
 
-    def text(self) -> str:
+    def text(self, trim: Callable[[str, str], tuple[str, str]] | None = None) -> str:
+        """The kept text; where the middle was dropped, ``trim`` (a scrubber's ``trim_cut``)
+        gives back head and tail without what could be part of a secret the cut went
+        through, and the note counts that as dropped too."""
         head = self.head.decode("utf-8", "replace")
         if not self.tail:
             return head
-        tail = bytes(self.tail[-self.tail_cap :])
+        tail_bytes = bytes(self.tail[-self.tail_cap :])
         dropped = self.dropped
         if not dropped:
-            return (bytes(self.head) + tail).decode("utf-8", "replace")
+            return (bytes(self.head) + tail_bytes).decode("utf-8", "replace")
+        tail = tail_bytes.decode("utf-8", "replace")
+        if trim is not None:
+            kept_head, kept_tail = trim(head, tail)
+            dropped += len(head[len(kept_head) :].encode("utf-8", "replace"))
+            dropped += len(tail[: len(tail) - len(kept_tail)].encode("utf-8", "replace"))
+            head, tail = kept_head, kept_tail
         note = f"\n[... {dropped} bytes of output dropped (kept the first and last part) ...]\n"
-        return head + note + tail.decode("utf-8", "replace")
+        return head + note + tail
 
 
 class CappedItems(Generic[T]):

@@ -22,6 +22,7 @@ caught); what it holds back is streamed before the cell ends.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -39,12 +40,13 @@ from scratchpad.runtime.cell import (
 )
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.runtime.timeouts import Timeouts
+from scratchpad.scrub import scrub, scrub_bundle, scrubber
 from scratchpad.text import clean_data, clean_text, cut_middle
-from scratchpad.vault.scrub import scrub, scrub_bundle, scrubber
 
 StopReason = Literal["timeout", "inactivity", "cancelled", "aborted", "violation"]
 MESSAGE_CAP = 4_000  # characters of one progress message or note
 STREAM_INTERVAL_S = 1.0  # past the kept head, at most one progress/display frame per second
+KERNEL_CUT = re.compile(r"\n\[\.\.\. \d+ characters omitted \.\.\.\]\n")  # worker.cut_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +194,9 @@ class CellRun:
         kind = message.get("type")
         now = self._loop.time()
         if kind == "progress":
-            text = scrub(cut_middle(clean_text(str(message.get("message", ""))), MESSAGE_CAP))
+            text = cut_middle(
+                scrub_message(clean_text(str(message.get("message", "")))), MESSAGE_CAP
+            )
             return [ProgressEvent(text)] if self._keep(self.logs.append(text), now) else []
         if kind == "display" and isinstance(message.get("data"), dict):
             data = fit_bundle(scrub_bundle(clean_data(message["data"])), self.displays.half)
@@ -419,10 +423,22 @@ class Channel:
 
     def finish(self) -> str:
         """End the stream (its held tail goes to :attr:`held`); the whole scrubbed text."""
-        self.held = self._stream.feed(self.buffer.end_stream()) + self._stream.flush()
-        if self.buffer.tail:  # past the head: the kept text is not what streamed
-            return scrub(self.buffer.text())
+        past_head = bool(self.buffer.tail)  # the stream stopped at the head: a cut
+        ending = self._stream.feed(self.buffer.end_stream())
+        self.held = ending + self._stream.flush(cut=past_head)
+        if past_head:  # the kept text is not what streamed
+            return scrub(self.buffer.text(trim=scrubber().trim_cut))
         return "".join(self._pieces) + self.held
+
+
+def scrub_message(text: str) -> str:
+    """A progress message scrubbed; where the kernel cut its middle (the note of
+    ``worker.cut_text``), what could be part of a secret on either side of the cut goes."""
+    cut = KERNEL_CUT.search(text)
+    if cut is None:
+        return scrub(text)
+    head, tail = scrubber().trim_cut(text[: cut.start()], text[cut.end() :])
+    return scrub(head + cut.group() + tail)
 
 
 def _log_text(logs: CappedItems[str]) -> str:

@@ -30,8 +30,8 @@ from scratchpad.errors import (
     WorkspaceFileNotFoundError,
 )
 from scratchpad.fsutil import NO_SPACE, AtomicFile, disk_full
+from scratchpad.scrub import scrub
 from scratchpad.text import find_control
-from scratchpad.vault.scrub import scrub
 
 if TYPE_CHECKING:
     from scratchpad.runtime.manager import ScratchpadManager

@@ -141,28 +141,36 @@ class CellHistory:
 
     def rewrite(self, cells: list[Cell]) -> None:
         """Replace the file with ``cells`` (atomically: the old file or the new one)."""
-        data = b"".join(encode(cell, self.max_bytes // 2) for cell in cells)
         with self._lock:
-            self._close_fd()
             try:
-                atomic_write_bytes(self.path, data, mode=0o600)
+                self._replace(cells)
             except OSError as exc:
                 log.warning("%s: could not rewrite the history: %s", self.path, exc)
-                return
-            self.size = len(data)
 
-    def rescrub(self, rewrite: Callable[[Path], bool]) -> bool:
-        """Rewrite the file through ``rewrite`` (which scrubs it again, atomically, and says
-        whether it changed) under this history's lock; the next append opens the new file."""
+    def rescrub(self, change: Callable[[Cell], bool]) -> bool:
+        """Rewrite the stored cells that ``change`` alters (in place; it says whether it did),
+        e.g. scrubbed with a secret learnt since. Looked at first without the lock, so cells
+        go on being recorded meanwhile; the file is replaced under the lock only when a cell
+        changed (unreadable lines go with it), and the next append opens the new file. Whether
+        it changed; an OSError of the rewrite is raised."""
+        reader = CellHistory(self.path, self.max_bytes)  # its own size: appends go on here
+        if not any([change(cell) for cell in reader.load()]):
+            return False
         with self._lock:
-            self._close_fd()  # an O_APPEND descriptor would keep writing to the old file
-            try:
-                changed = rewrite(self.path)
-            except FileNotFoundError:  # cleared (a reset) meanwhile
+            cells = self.load()
+            if not cells:  # cleared (a reset) meanwhile
                 return False
-            if changed:
-                self.size = self.path.stat().st_size
-            return changed
+            for cell in cells:
+                change(cell)
+            self._replace(cells)
+        return True
+
+    def _replace(self, cells: list[Cell]) -> None:
+        """Write ``cells`` as the whole file, atomically (the lock held)."""
+        data = b"".join(encode(cell, self.max_bytes // 2) for cell in cells)
+        self._close_fd()  # an O_APPEND descriptor would keep writing to the old file
+        atomic_write_bytes(self.path, data, mode=0o600)
+        self.size = len(data)
 
     def clear(self) -> None:
         with self._lock:

@@ -36,10 +36,10 @@ from scratchpad.runtime.history import CellHistory, fold, unrecorded
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.launcher import Launcher, SecretEnv
 from scratchpad.runtime.limits import WATCHDOG, DiskMeter, PadLimits, Watched, over_disk
+from scratchpad.runtime.rescrub import rescrub_history, scrub_cell
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 from scratchpad.runtime.watch import PadWatch
-from scratchpad.vault.rescrub import rescrub_recorded
-from scratchpad.vault.scrub import register, scrubber
+from scratchpad.scrub import register, scrubber
 
 log = logging.getLogger(__name__)
 DEATHS_BEFORE_FULL_RESET = 2
@@ -455,9 +455,14 @@ class LocalRuntime(ScratchpadRuntime):
         self.watch.recorded(cell)
 
     async def rescrub(self) -> tuple[int, bool]:
+        scrub = scrubber()
         async with self._rewriting:  # not while a fold writes cells from before
             cells = self._cells if self._loaded else []
-            return await rescrub_recorded(cells, self._history, scrubber())
+            changed = sum(scrub_cell(scrub, cell) for cell in list(cells))
+            try:
+                return changed, await asyncio.to_thread(rescrub_history, self._history, scrub)
+            except FileNotFoundError:
+                return changed, False
 
     async def _after_kill(self, run: CellRun) -> None:
         """The ladder killed the kernel: start a fresh one so the pad stays usable."""
@@ -613,7 +618,8 @@ class LocalRuntime(ScratchpadRuntime):
         for kind, payload in kernel.pending_events():
             self._note_late(kind, payload)
         for kind, buffer in self._late.items():
-            self._notes.append(f"[late {kind} from an earlier cell] {buffer.text().rstrip()}")
+            late = buffer.text(trim=scrubber().trim_cut).rstrip()  # scrubbed with the logs
+            self._notes.append(f"[late {kind} from an earlier cell] {late}")
         self._late = {}
         notes, self._notes = self._notes, []
         return notes

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidPadNameError, PadError, PadNotFoundError
+from scratchpad.padnames import dir_in, dir_name, is_pad_dir_name, validate_pad_name
 from scratchpad.runtime import venv, workdir
 from scratchpad.runtime.base import CLOSED, RuntimeFactory, ScratchpadRuntime
 from scratchpad.runtime.cellqueue import remember
 from scratchpad.runtime.local import LocalRuntime
-from scratchpad.runtime.names import dir_in, dir_name, is_pad_dir_name, validate_pad_name
-from scratchpad.runtime.padinfo import HistoryCounts, PadInfo, describe_running
+from scratchpad.runtime.padinfo import HISTORY, HistoryCounts, PadInfo, describe_running
+from scratchpad.runtime.rescrub import RescrubReport, rescrub_home
 from scratchpad.runtime.watch import PadWatch, PadWatches
-from scratchpad.vault.rescrub import RescrubReport, rescrub_home, rescrub_lines
-from scratchpad.vault.scrub import scrubber
+from scratchpad.scrub import scrubber
 from scratchpad.vault.sources import register_process_secrets
 
 if TYPE_CHECKING:
@@ -389,16 +389,11 @@ class ScratchpadManager:
         guard = asyncio.get_running_loop().create_future()
         for name in held:
             self._stopping[name] = guard  # _start waits for it
-        paths = {pad_root(self.settings, name) / "history.jsonl" for name in held}
-        scrub = scrubber()
+        paths = {pad_root(self.settings, name) / HISTORY for name in held}
         try:
             running = await self._rescrub_running(pads, starting)
             report = await asyncio.to_thread(
-                rescrub_home,
-                self.settings.home,
-                histories=lambda path: rescrub_lines(path, scrub) if path in paths else None,
-                observations=self.settings.observations_path,
-                scrub=scrub,
+                rescrub_home, self.settings, histories=paths, scrub=scrubber()
             )
         finally:
             guard.set_result(None)

@@ -18,7 +18,7 @@ from scratchpad.runtime.history import count_cells
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.runtime.proctree import tree_rss
 from scratchpad.runtime.watch import PadWatch
-from scratchpad.vault.scrub import scrub
+from scratchpad.scrub import scrub
 
 HISTORY = "history.jsonl"
 

@@ -27,6 +27,7 @@ from scratchpad.errors import (
     ScratchpadError,
     error_from_http,
 )
+from scratchpad.padnames import url_component
 from scratchpad.runtime.base import (
     CLOSED,
     CellRequest,
@@ -44,7 +45,6 @@ from scratchpad.runtime.cell import (
     StreamItem,
     new_cell_id,
 )
-from scratchpad.runtime.names import url_component
 
 CONNECT_TIMEOUT_S = 30.0
 DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell

@@ -39,8 +39,8 @@ from scratchpad.fsutil import (
     private_dir,
 )
 from scratchpad.runtime import procgroup
+from scratchpad.scrub import scrub
 from scratchpad.text import find_control
-from scratchpad.vault.scrub import scrub
 
 MARKER = "scratchpad-venv.json"
 NAME_FILE = "pad.json"

@@ -31,8 +31,8 @@ from scratchpad.runtime.cell import (
     StreamItem,
     bundle_size,
 )
+from scratchpad.scrub import scrub
 from scratchpad.text import cut_middle
-from scratchpad.vault.scrub import scrub
 
 if TYPE_CHECKING:
     from scratchpad.runtime.base import ScratchpadRuntime

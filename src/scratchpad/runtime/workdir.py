@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from scratchpad.fsutil import private_dir
-from scratchpad.runtime.names import dir_in
+from scratchpad.padnames import dir_in
 
 log = logging.getLogger(__name__)
 WORKSPACES_DIR = "workspaces"

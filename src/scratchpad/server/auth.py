@@ -13,7 +13,7 @@ from pathlib import Path
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError
 from scratchpad.fsutil import create_exclusive, private_dir
-from scratchpad.vault.scrub import register
+from scratchpad.scrub import register
 
 
 def key_path(settings: Settings) -> Path:

@@ -16,11 +16,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from scratchpad.connect.pending import PendingForms
+from scratchpad.scrub import scrubber
 from scratchpad.server.browser_auth import form_scope
 from scratchpad.server.guard import error
 from scratchpad.server.openapi import answers
 from scratchpad.server.web_schemas import PendingFormInfo
-from scratchpad.vault.scrub import scrubber
 
 
 class OutOfScope(Exception):

@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from scratchpad.errors import ScratchpadError
+from scratchpad.padnames import url_component
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent, fit_cell
-from scratchpad.runtime.names import url_component
+from scratchpad.scrub import scrub
 from scratchpad.text import cut_middle
-from scratchpad.vault.scrub import scrub
 
 PLAIN_FRAME_BYTES = 60 * 1024  # under DESIGN's 64 KiB, with room for "data: " and framing
 

@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, quote, unquote
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from scratchpad.scrub import scrub
 from scratchpad.server.auth import authorized
 from scratchpad.server.browser_auth import (
     FORM_PREFIX,
@@ -33,7 +34,6 @@ from scratchpad.server.browser_auth import (
 )
 from scratchpad.server.hosts import OwnHosts, same_origin
 from scratchpad.server.pages import login_needed
-from scratchpad.vault.scrub import scrub
 
 OPEN_PATHS = frozenset({"/healthz", "/login", "/logout", "/", "/docs"})
 OPEN_PREFIXES = ("/static/", "/connect/")  # the web UI's files and pages: code, no data

@@ -34,9 +34,9 @@ from mcp.server.context import ServerRequestContext
 
 from scratchpad.connect.pending import PendingForm, PendingForms
 from scratchpad.errors import FormNotFoundError, InvalidInputError
+from scratchpad.scrub import scrub
 from scratchpad.tools.credentials_tool import REQUEST_NAME, REQUEST_SCHEMA, checked_request
 from scratchpad.tools.credentials_tool import variables_hint as expected_variables
-from scratchpad.vault.scrub import scrub
 
 log = logging.getLogger(__name__)
 NAME = REQUEST_NAME

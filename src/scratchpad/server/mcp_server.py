@@ -25,13 +25,13 @@ from scratchpad.connect.pending import PendingForms
 from scratchpad.llm.messages import ImageBlock, TextBlock
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.scrub import scrub
 from scratchpad.server import mcp_credentials
 from scratchpad.tools.base import ToolDef, ToolOutcome
 from scratchpad.tools.builtin import builtin_registry
 from scratchpad.tools.context import ToolSessionContext
 from scratchpad.tools.scratchpad_tool import NAME as SCRATCHPAD
 from scratchpad.tools.scratchpad_tool import current_description
-from scratchpad.vault.scrub import scrub
 
 SERVER_NAME = "scratchpad"
 TURN_ID = "mcp"

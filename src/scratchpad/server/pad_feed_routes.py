@@ -20,9 +20,9 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query
 
 from scratchpad.errors import InvalidInputError, PadNotFoundError
+from scratchpad.padnames import url_component, validate_pad_name
 from scratchpad.runtime.cell import Cell, fit_cell, rough_chars
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.names import url_component, validate_pad_name
 from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.runtime.watch import OVERFLOW, Subscription
 from scratchpad.server import schemas

@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 
-from scratchpad.runtime.names import MAX_NAME_CHARS
+from scratchpad.padnames import MAX_NAME_CHARS
 from scratchpad.vault.names import NAME_RE, NAME_RULE
 
-# The rule of runtime/names.py as JSON Schema: at most 128 characters (JSON Schema counts code
+# The rule of padnames.py as JSON Schema: at most 128 characters (JSON Schema counts code
 # points, as Python's len does), none of them a control character. Unpaired surrogates are
 # refused too, but a pattern cannot say so without refusing every emoji in a UTF-16 regex.
 PAD_NAME_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f]+$"

@@ -19,6 +19,7 @@ from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime import confinement, workdir
 from scratchpad.runtime.manager import ScratchpadManager, bound_settings
 from scratchpad.runtime.proctree import kill_orphans
+from scratchpad.scrub import scrub_logs
 from scratchpad.server.app import create_app
 from scratchpad.server.auth import key_path, resolve_api_key
 from scratchpad.server.logfilter import hide_tokens
@@ -30,7 +31,6 @@ from scratchpad.server.state import (
     read_record,
     write_record,
 )
-from scratchpad.vault.scrub import scrub_logs
 
 SHUTDOWN_GRACE_S = 5  # running cells get this long to finish before their pads are closed
 STOPPED = "the server stopped"

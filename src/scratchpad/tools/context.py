@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.vault.scrub import scrub
+from scratchpad.scrub import scrub
 
 log = logging.getLogger(__name__)
 

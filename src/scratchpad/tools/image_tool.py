@@ -9,6 +9,7 @@ from typing import Any
 from scratchpad.errors import InvalidInputError
 from scratchpad.llm.messages import ImageBlock, TextBlock
 from scratchpad.runtime.files import Workspace, clean_path, workspace
+from scratchpad.scrub.png import strip_text_chunks
 from scratchpad.tools.base import ToolDef
 from scratchpad.tools.cell_result import image_blocks
 from scratchpad.tools.context import ToolSessionContext
@@ -83,6 +84,11 @@ def _from_file(path: Path) -> list[TextBlock | ImageBlock]:
     media_type = next((m for sig, m in SIGNATURES.items() if data.startswith(sig)), None)
     if media_type is None:
         raise InvalidInputError(f"{path} is not a PNG or JPEG image")
+    if media_type == "image/png":  # its text chunks could hold anything, a secret too
+        stripped = strip_text_chunks(data)
+        if stripped is None:
+            raise InvalidInputError(f"{path} is not a well-formed PNG image")
+        data = stripped
     encoded = base64.b64encode(data).decode("ascii")
     return [TextBlock(f"{path} ({media_type}, {size} bytes)"), ImageBlock(media_type, encoded)]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from scratchpad.errors import InvalidInputError, PadNotFoundError
+from scratchpad.padnames import MAX_NAME_CHARS, validate_pad_name
 from scratchpad.runtime.base import check_cell_id
 from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent, StreamItem
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.names import MAX_NAME_CHARS, validate_pad_name
 from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.runtime.timeouts import check_estimate, check_timeout
 from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome

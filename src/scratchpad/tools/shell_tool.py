@@ -23,8 +23,8 @@ from scratchpad.config import Settings
 from scratchpad.errors import InvalidInputError
 from scratchpad.runtime.launcher import run_confined
 from scratchpad.runtime.procgroup import RunResult
+from scratchpad.scrub import scrubber
 from scratchpad.tools.base import ToolDef, ToolOutcome
-from scratchpad.vault.scrub import scrubber
 
 NAME = "shell"
 KILL_GRACE_S = 1.0

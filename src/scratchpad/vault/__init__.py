@@ -1,7 +1,8 @@
-"""The vault: encrypted local credentials, their injection into pads, and the one scrubber.
+"""The vault: encrypted local credentials and their injection into pads; every secret it
+holds is registered with the one scrubber (``scratchpad.scrub``, a leaf of its own).
 
 ``from scratchpad.vault import Vault, KEEP`` loads the store (and ``cryptography`` only once
-a key is needed); ``scratchpad.vault.scrub`` stays importable on its own.
+a key is needed).
 """
 
 from __future__ import annotations

@@ -22,16 +22,33 @@ LINE_RE = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*"
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 
 
-TOKEN_LIKE = re.compile(r"(?=[^\s]*[0-9])(?=[^\s]*[A-Za-z])[^\s]{16,}")
+# A token: 16+ characters of token alphabet with a letter and a digit, or 20+ letters mixed in
+# case like random ones; never a path, and no run of seven one-case letters (a word).
+TOKEN_LIKE = re.compile(
+    r"(?![/.~])(?!.*[a-z]{7})(?!.*[A-Z]{7})(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9_\-+/=.~]{16,}"
+)
+LETTERS_TOKEN = re.compile(r"[A-Za-z]{20,}")
+
+
+def looks_like_token(value: str) -> bool:
+    """Whether a value with no telling name is shaped like a generated secret."""
+    if TOKEN_LIKE.fullmatch(value):
+        return True
+    if not LETTERS_TOKEN.fullmatch(value):
+        return False
+    upper = sum(char.isupper() for char in value) / len(value)
+    vowels = sum(char in "aeiouAEIOU" for char in value) / len(value)
+    return 0.3 <= upper <= 0.7 or vowels < 0.25  # words: few capitals, many vowels
 
 
 def secrets_of(env: dict[str, str]) -> list[tuple[str, str]]:
     """(value, variable) of the variables that hold secrets: named like one (password,
-    token, key, ...), a URL's password, or a long token of letters and digits. Plain settings
-    (``MODE=production``, ``HOST=localhost``) are not: they would redact ordinary words."""
+    token, key, ``DB_PASS``, ``MYSQL_PWD``, ...), a URL's password, or a value shaped like a
+    generated token. Plain settings (``MODE=production``, ``HOST=localhost``, a path) are
+    not: they would redact ordinary words."""
     found = []
     for name, value in env.items():
-        if looks_secret(name) or TOKEN_LIKE.fullmatch(value):
+        if looks_secret(name) or looks_like_token(value):
             found.append((value, name))
         password = _url_password(value)
         if password:

@@ -16,7 +16,7 @@ from typing import Literal
 
 from scratchpad.errors import VaultError
 from scratchpad.fsutil import PRIVATE_FILE_MODE, atomic_write_text, private_dir
-from scratchpad.runtime.names import validate_pad_name
+from scratchpad.padnames import validate_pad_name
 
 GRANTS_FILE = "grants.json"
 Connection = tuple[str, str]

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, VaultError
 from scratchpad.fsutil import create_exclusive, private_dir
-from scratchpad.vault.scrub import register
+from scratchpad.scrub import register
 
 log = logging.getLogger(__name__)
 KEY_FILE = "vault.key"

@@ -18,6 +18,8 @@ FIELD_RULE = "1 to 64 letters, digits, '_', '.' or '-', starting with a letter o
 RECORD_SUFFIX = ".fernet"
 SEPARATOR = "+"  # in no engine or name, so "<engine>+<name>" is never ambiguous
 SECRET_WORDS = ("password", "passphrase", "secret", "token", "key", "credential", "auth")
+PASSWORD_WORD = re.compile(r"(?:^|[^a-z])(?:[a-z]*pass|[a-z]*pwd|pw|passwd)(?![a-z])")
+SHELL_DIRECTORIES = frozenset({"pwd", "oldpwd"})
 
 
 def check_name(value: object, what: str) -> str:
@@ -69,6 +71,12 @@ def exported(field: str) -> bool:
 
 
 def looks_secret(field: str) -> bool:
-    """The name heuristic used when no ``secure_keys`` are given."""
+    """The name heuristic used when no ``secure_keys`` are given (and for the variables of
+    the workspace ``.env``): a secret word, or a password spelt short (``DB_PASS``,
+    ``PGPASS``, ``MYSQL_PWD``, ``db_pw``; not ``PWD``, the shell's working directory)."""
     lowered = field.lower()
-    return any(word in lowered for word in SECRET_WORDS)
+    if lowered in SHELL_DIRECTORIES:
+        return False
+    return (
+        any(word in lowered for word in SECRET_WORDS) or PASSWORD_WORD.search(lowered) is not None
+    )

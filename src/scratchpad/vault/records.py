@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scratchpad.errors import InvalidInputError
+from scratchpad.scrub import MIN_SECRET_CHARS
 from scratchpad.vault.audit import now
 from scratchpad.vault.names import (
     FIELD_RE,
@@ -23,7 +24,6 @@ from scratchpad.vault.names import (
     exported,
     looks_secret,
 )
-from scratchpad.vault.scrub import MIN_SECRET_CHARS
 
 KEEP = "********"
 """The keep-sentinel: shown instead of every secret value; saved back, it keeps the value."""

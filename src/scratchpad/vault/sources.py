@@ -11,20 +11,21 @@ import re
 from collections.abc import Mapping
 
 from scratchpad.config import Settings
+from scratchpad.scrub import register
 from scratchpad.vault.keys import key_path
-from scratchpad.vault.scrub import register
 
-# Variables whose values are secrets by their name: provider keys, tokens, passwords.
+# Variables whose values are secrets by their name: provider keys, tokens, passwords (also
+# spelt short: PGPASS, MYSQL_PWD; not PWD and OLDPWD, the shell's working directories).
 SECRET_VARIABLE = re.compile(
-    r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|SECRET_ACCESS_KEY|SESSION_TOKEN|PASSWORD|PASSWD|PRIVATE_KEY"
-    r"|ACCESS_KEY|AUTH|CREDENTIALS?)$",
+    r"(?!(?:OLD)?PWD$)(?:^|.*_)(?:API_?KEY|TOKEN|SECRET|SECRET_ACCESS_KEY|SESSION_TOKEN|PASSWORD"
+    r"|PASSWD|PRIVATE_KEY|ACCESS_KEY|AUTH|CREDENTIALS?|[A-Z]*PASS|[A-Z]*PWD|PW)$",
     re.IGNORECASE,
 )
 
 
 def environment_secrets(environ: Mapping[str, str]) -> list[tuple[str, str]]:
     """(value, variable) of every variable named like a secret."""
-    return [(value, name) for name, value in environ.items() if SECRET_VARIABLE.search(name)]
+    return [(value, name) for name, value in environ.items() if SECRET_VARIABLE.match(name)]
 
 
 def register_process_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -> int:

@@ -36,6 +36,7 @@ from scratchpad.fsutil import (
     disk_full_in,
     private_dir,
 )
+from scratchpad.scrub import register
 from scratchpad.vault import records
 from scratchpad.vault.audit import AuditLog, Event
 from scratchpad.vault.dotenv import ENV_FILE, read_env_file, secrets_of
@@ -49,7 +50,6 @@ from scratchpad.vault.names import (
     parse_file_name,
 )
 from scratchpad.vault.records import KEEP, Record
-from scratchpad.vault.scrub import register
 
 log = logging.getLogger(__name__)
 VAULT_DIR = "vault"

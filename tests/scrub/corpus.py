@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
+from typing import Any
 from urllib.parse import quote, quote_plus
+
+from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent
 
 # Registered secrets: variable name → value (an awkward password, a token, a multi-line key).
 SECRETS = {
@@ -153,3 +157,26 @@ CONTROL_CELL = "print(" + repr("\n".join(CONTROL_LINES)) + ")\n"
 def leaks(text: str) -> list[str]:
     """The probes found in ``text`` (each counted once)."""
     return sorted(probe for probe in ALL_PROBES if probe in text)
+
+
+def everything_in(home: Path) -> str:
+    """Every byte of every file under ``home`` (as text), for a leak search."""
+    texts = []
+    for path in sorted(home.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            texts.append(path.read_bytes().decode("utf-8", "replace"))
+    return "\n".join(texts)
+
+
+def streamed(items: list[Any]) -> str:
+    parts = []
+    for item in items:
+        if isinstance(item, OutputEvent):
+            parts.append(item.text)
+        elif isinstance(item, ProgressEvent):
+            parts.append(item.message)
+        elif isinstance(item, DisplayEvent):
+            parts.append(json.dumps(item.data))
+        elif isinstance(item, Cell):
+            parts.append(json.dumps(item.to_dict()))
+    return "\n".join(parts)

@@ -5,20 +5,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import stat
 from pathlib import Path
 
-import pytest
-
 from scratchpad.agent.persistence import SessionFiles
+from scratchpad.config import Settings
 from scratchpad.llm.messages import Message
 from scratchpad.observations import ObservationStore
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.history import CellHistory
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.vault.rescrub import rescrub_home, rescrub_lines, scrub_json_text
-from scratchpad.vault.scrub import scrubber
+from scratchpad.runtime.rescrub import rescrub_home
+from scratchpad.scrub import scrubber
 
 SECRET = 'pa"ss\\w0rd-Zq9'  # JSON and repr escape it: the forms nest in a history line
 NAME = "DS_X__PASSWORD"
@@ -136,40 +134,7 @@ def test_rescrub_home_without_a_manager(tmp_path: Path) -> None:
     home = tmp_path / "home"
     history = stopped_pad(home, "p", Cell(code="x", stdout=SECRET))
     scrubber().add(SECRET, NAME)
-    report = rescrub_home(home)
+    report = rescrub_home(Settings.load(home=home))
     assert (report.files_checked, report.files_changed) == (1, 1)
     assert not (home / "observations.db").exists()  # nothing is created
     assert SECRET not in CellHistory(history, 1 << 20).load()[0].stdout
-
-
-def test_lines_are_streamed_and_only_changed_files_rewritten(tmp_path: Path) -> None:
-    path = tmp_path / "log.jsonl"
-    ordinary = json.dumps({"text": "nothing secret\nat all"}) + "\n"
-    path.write_text(ordinary * 3 + '{"torn": "pa"ss')
-    os.chmod(path, 0o640)
-    scrubber().add(SECRET, NAME)
-    assert not rescrub_lines(path)  # a torn line without the secret stays as it is
-    path.write_text(ordinary + json.dumps({"t": SECRET}) + "\n" + '{"torn": "' + SECRET)
-    os.chmod(path, 0o640)
-    assert rescrub_lines(path)
-    assert path.read_text() == ordinary + json.dumps({"t": LABEL}, ensure_ascii=False) + "\n" + (
-        '{"torn": "' + LABEL
-    )
-    assert stat.S_IMODE(path.stat().st_mode) == 0o640
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        "no secrets here",
-        {"stdout": "first line\nsk-proj-" + "a" * 30},  # a key shape after an escaped newline
-        {"code": f"x = {SECRET!r}", "ids": [1, 2.5, None, True]},
-    ],
-)
-def test_json_text_is_scrubbed_by_value(value: object) -> None:
-    scrubber().add(SECRET, NAME)
-    text = json.dumps(value, ensure_ascii=False)
-    scrubbed = scrub_json_text(text, scrubber())
-    assert json.loads(scrubbed) == scrubber().scrub_data(value)
-    if json.loads(scrubbed) == value:
-        assert scrubbed is text

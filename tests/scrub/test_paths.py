@@ -25,18 +25,20 @@ from scratchpad.agent.session import Session
 from scratchpad.config import Settings
 from scratchpad.llm import ScriptedProvider, TextBlock, ToolCall, ToolResultBlock
 from scratchpad.observations.store import ObservationStore
-from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent
+from scratchpad.runtime.cell import Cell, OutputEvent
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.scrub import scrubber
 from scratchpad.server.mcp_server import create_mcp_server
-from scratchpad.vault.scrub import scrubber
-from tests.server_helpers import running_server
-from tests.vault.scrub_corpus import (
+from tests.scrub.corpus import (
     CONTROL_CELL,
     CONTROL_LINES,
     SECRETS,
+    everything_in,
     leaks,
     secret_cell,
+    streamed,
 )
+from tests.server_helpers import running_server
 
 KEY = "corpus-server-key"
 
@@ -44,29 +46,6 @@ KEY = "corpus-server-key"
 @pytest.fixture(autouse=True)
 def known_secrets() -> None:
     scrubber().add_many(dict((value, name) for name, value in SECRETS.items()))
-
-
-def everything_in(home: Path) -> str:
-    """Every byte of every file under ``home`` (as text), for a leak search."""
-    texts = []
-    for path in sorted(home.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            texts.append(path.read_bytes().decode("utf-8", "replace"))
-    return "\n".join(texts)
-
-
-def streamed(items: list[Any]) -> str:
-    parts = []
-    for item in items:
-        if isinstance(item, OutputEvent):
-            parts.append(item.text)
-        elif isinstance(item, ProgressEvent):
-            parts.append(item.message)
-        elif isinstance(item, DisplayEvent):
-            parts.append(json.dumps(item.data))
-        elif isinstance(item, Cell):
-            parts.append(json.dumps(item.to_dict()))
-    return "\n".join(parts)
 
 
 @pytest.fixture
@@ -206,7 +185,7 @@ def test_server_log_records_are_scrubbed(tmp_path: Path) -> None:
     """Whatever handler writes them: the record is scrubbed when it is made."""
     script = (
         "import logging, sys\n"
-        "from scratchpad.vault.scrub import scrub_logs, scrubber\n"
+        "from scratchpad.scrub import scrub_logs, scrubber\n"
         "scrubber().add(sys.argv[1], 'DS_X__TOKEN')\n"
         "scrub_logs()\n"
         "logging.basicConfig(level=logging.INFO)\n"
