@@ -21,6 +21,7 @@ from scratchpad.runtime import confinement, venv
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.auth import resolve_api_key
 from scratchpad.server.state import ServerRecord, ServingLock, write_record
+from tests.images import PNG
 from tests.unprivileged import run_as_nobody
 
 
@@ -117,10 +118,6 @@ async def test_a_rebuilt_venv_keeps_its_history_private(home: Path) -> None:
     assert history.read_bytes() == b'{"code": "1"}\n' and mode_of(history) == 0o600
 
 
-PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360f8cf000000030101005cc6a2f70000000049454e44ae426082"
-)
 CHAT_CELL = (  # an image (saved by the chat) and output large enough for an observation
     "class Picture:\n"
     "    def _repr_png_(self):\n"

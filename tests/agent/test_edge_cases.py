@@ -63,16 +63,16 @@ async def test_observers_see_the_end_of_a_cell_that_could_not_run(
         def after_cell(self, pad: str, cell: Cell) -> None:
             seen.append(f"after:{cell.status}")
 
-    call = ToolCall(
-        "scratchpad",
-        {"action": "exec", "name": "main", "code": "1", "estimated_execution_time_seconds": -1},
-    )
+    first = ToolCall("scratchpad", {"action": "exec", "name": "main", "code": "1", "cell_id": "c"})
+    reused = ToolCall("scratchpad", {"action": "exec", "name": "main", "code": "2", "cell_id": "c"})
     session = Session(
-        provider=ScriptedProvider([[call], "done"]), manager=manager, observers=[Observer()]
+        provider=ScriptedProvider([[first], [reused], "done"]),
+        manager=manager,
+        observers=[Observer()],
     )
     await session.turn("go")
-    assert seen == ["before", "after:error"]
-    assert "estimated_seconds must be a number" in result_text(results_of(session.history[2])[0])
+    assert seen == ["before", "after:ok", "before", "after:error"]  # the pad refused the id
+    assert "already names a cell with other code" in result_text(results_of(session.history[4])[0])
 
 
 async def test_a_generator_handler_may_end_with_text() -> None:

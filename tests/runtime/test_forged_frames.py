@@ -15,6 +15,7 @@ from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.cell import Cell, DisplayEvent, ProgressEvent
 from scratchpad.runtime.inkernel.protocol import HEADER, encode
 from scratchpad.runtime.manager import ScratchpadManager
+from tests.images import MAKE_PNG
 from tests.runtime.test_misbehaving_cells import assert_healthy
 
 KERNEL = "__import__('sys').modules['_scratchpad_kernel'].KERNEL"
@@ -192,9 +193,9 @@ async def test_a_display_too_big_for_a_frame_becomes_a_note(
 async def test_large_displays_arrive_whole_and_in_order(pad: ScratchpadRuntime) -> None:
     """A large frame is decoded on a thread, and the frames after it wait for it; text full of
     JSON punctuation is not taken for structure."""
-    code = (
-        "import base64, os\n"
-        "png = base64.b64encode(os.urandom(1536 * 1024)).decode()\n"
+    code = MAKE_PNG + (
+        "import base64\n"
+        "png = base64.b64encode(png(512, 1024, seed=7)).decode()\n"
         "class Shown:\n"
         "    def _repr_png_(self):\n"
         "        return base64.b64decode(png)\n"

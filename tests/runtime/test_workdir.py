@@ -20,8 +20,7 @@ from scratchpad.runtime.files import workspace
 from scratchpad.runtime.inkernel import sandbox
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.tools import ToolRegistry, ToolSessionContext, read_image_tool
-
-PNG = b"\x89PNG\r\n\x1a\n-a-tiny-image"  # read_image checks the signature
+from tests.images import PNG
 
 
 @pytest.fixture

@@ -27,13 +27,10 @@ from scratchpad.server.mcp_server import create_mcp_server
 from scratchpad.server.state import running_record
 from scratchpad.tools.observation_tool import INPUT_SCHEMA as READ_SCHEMA
 from scratchpad.tools.scratchpad_tool import INPUT_SCHEMA as PAD_SCHEMA
+from tests.images import PNG
 from tests.server_helpers import running_server
 
 KEY = "mcp-key"
-PNG = base64.b64decode(  # a 1x1 image: a display keeps only well-formed PNGs
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5E"
-    "rkJggg=="
-)
 SHOW_IMAGE = (
     "class Picture:\n"
     "    def _repr_png_(self):\n"

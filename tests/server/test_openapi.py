@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import AsyncIterator
 from copy import deepcopy
@@ -27,21 +26,18 @@ from scratchpad.server.frames import error_frame
 from scratchpad.server.guard import OPEN_PATHS
 from scratchpad.server.openapi import document
 from tests.connect.services import http_form
+from tests.images import PNG
 
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 NOT_API = {"/openapi.json", "/static"}  # the document itself; the web UI's files
 PAGES = {"/", "/docs", "/login", "/connect/{form_id}"}  # HTML for people, not API
-TINY_PNG = base64.b64decode(  # a 1x1 image: a display keeps only well-formed PNGs
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5E"
-    "rkJggg=="
-)
 RICH_CELL = (
     "progress('half')\n"
     "print('out')\n"
     "class Picture:\n"
     "    def _repr_png_(self):\n"
-    f"        return {TINY_PNG!r}\n"
+    f"        return {PNG!r}\n"
     "display(Picture())\n"
     "41 + 1"
 )

@@ -142,6 +142,8 @@ class Patterns:
         """How many leading characters of ``text`` could be the end of a secret whose start
         was cut away (the ends of forms, matched backwards)."""
         reverse, forms = self._compiled_reverse()
+        if not forms:
+            return 0  # no secret known: nothing can end here
         window = text[: self.window][::-1]
         end = len(window)
         position = 0
