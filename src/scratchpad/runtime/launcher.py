@@ -47,6 +47,7 @@ class Launcher:
         worker: Path,
         secret_env: SecretEnv | None = None,
         guarded: tuple[Path, ...] = (),
+        limits: Callable[[], PadLimits] | None = None,
     ) -> None:
         self.name = name
         self.guarded = guarded  # kept out of reach like the home (see sandboxing.pad_rules)
@@ -58,7 +59,8 @@ class Launcher:
         self.secrets_given: dict[str, str] = {}  # what the running kernel got of the vault
         self._secret_source = secret_env
         self._tmp = root / sandboxing.TMP_DIR  # the kernel's temp and cache directory
-        self.limits = PadLimits.from_settings(settings)
+        default = PadLimits.from_settings(settings)
+        self._limits = limits or (lambda: default)  # the pad's, asked at each start
 
     async def spawn(self) -> KernelProcess:
         """One kernel, confined as this system allows (see ``confinement``); when its launcher
@@ -103,7 +105,7 @@ class Launcher:
 
     def spec(self) -> dict[str, Any]:
         """The launcher's spec for a process of this pad (see ``confinement.spec``)."""
-        return pad_spec(self.settings, self.paths(), self.limits)
+        return pad_spec(self.settings, self.paths(), self._limits())
 
     async def install(self, specs: list[str] | None) -> str:
         """Install ``specs`` (None: restore requirements.txt) confined like the kernel, with

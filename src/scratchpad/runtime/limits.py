@@ -19,6 +19,7 @@ On by default, for the whole process tree of a pad (its kernel, what its cells s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import math
@@ -29,9 +30,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from scratchpad.config import Settings
+from scratchpad.errors import PadLimitError
 from scratchpad.runtime.proctree import descendants
 
 log = logging.getLogger(__name__)
@@ -321,3 +323,85 @@ def proportional(pids: Iterable[int]) -> int:
 
 
 WATCHDOG = Watchdog()
+DISK_MEASURE_S = 1.0  # a pad's files are measured at most this often after its cells
+
+
+class Stoppable(Protocol):
+    """A kernel the watchdog can hold: its process tree's root, and what to tell it before
+    it is killed past a limit."""
+
+    pid: int
+
+    def stop_for(self, reason: str) -> None: ...
+
+
+class LimitGuard:
+    """One pad held to its limits: each kernel of it under the watchdog; its files measured
+    after cells (in the background, at most once a second: tiny cells pay nothing), and, once
+    they are over the disk limit, every cell refused until files go (measured again first)."""
+
+    def __init__(self, name: str, limits: PadLimits, meter: DiskMeter, busy: Callable[[], bool]):
+        self.name = name
+        self._limits = limits
+        self._meter = meter
+        self._busy = busy
+        self._watched: Watched | None = None
+        self._over: str | None = None  # why the pad runs no more cells
+        self._next_measure = 0.0
+        self._measuring: asyncio.Task[None] | None = None
+
+    @property
+    def limits(self) -> PadLimits:
+        return self._limits
+
+    @limits.setter
+    def limits(self, limits: PadLimits) -> None:
+        """New limits: the watchdog holds a running kernel to them at once."""
+        self._limits = limits
+        if self._watched is not None:
+            self._watched.limits = limits
+
+    async def watch(self, kernel: Stoppable) -> None:
+        """Hold a new kernel's process tree to the limits."""
+        if self._limits.disk_bytes is not None:
+            await asyncio.to_thread(self._meter.start)
+        self._watched = Watched(
+            kernel.pid, self._limits, stop=kernel.stop_for, busy=self._busy, disk=self._meter
+        )
+        WATCHDOG.watch(self._watched)
+
+    def forget(self) -> None:
+        """The kernel is being stopped: no more watching."""
+        if self._watched is not None:
+            WATCHDOG.forget(self._watched.pid)
+            self._watched = None
+
+    async def before_cell(self) -> None:
+        """PadLimitError while the pad's files are over its disk limit (measured again now:
+        files may have been deleted since)."""
+        if self._over is None:
+            return
+        limit = self._limits.disk_bytes
+        used = None if limit is None else await asyncio.to_thread(self._meter.used)
+        self._over = (
+            None if used is None or limit is None or used <= limit else over_disk(used, limit)
+        )
+        if self._over is not None:
+            raise PadLimitError(f"pad {self.name!r} runs no more cells: {self._over}")
+
+    def after_cell(self) -> None:
+        """Measure the pad's files in the background, when due."""
+        loop = asyncio.get_running_loop()
+        limit = self._limits.disk_bytes
+        if limit is None or self._measuring is not None or loop.time() < self._next_measure:
+            return
+        self._next_measure = loop.time() + DISK_MEASURE_S
+
+        async def measure() -> None:
+            try:
+                used = await asyncio.to_thread(self._meter.used)
+                self._over = None if used is None or used <= limit else over_disk(used, limit)
+            finally:
+                self._measuring = None
+
+        self._measuring = loop.create_task(measure())

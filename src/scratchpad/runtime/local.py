@@ -22,7 +22,6 @@ from scratchpad.errors import (
     KernelStartError,
     PadClosedError,
     PadError,
-    PadLimitError,
     ScratchpadError,
 )
 from scratchpad.fsutil import disk_full_in
@@ -35,7 +34,7 @@ from scratchpad.runtime.cellrun import Caps, CellRun
 from scratchpad.runtime.history import CellHistory, fold, unrecorded
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.launcher import Launcher, SecretEnv
-from scratchpad.runtime.limits import WATCHDOG, DiskMeter, PadLimits, Watched, over_disk
+from scratchpad.runtime.limits import DiskMeter, LimitGuard, PadLimits
 from scratchpad.runtime.rescrub import rescrub_history, scrub_cell
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 from scratchpad.runtime.watch import PadWatch
@@ -47,7 +46,6 @@ REQUEST_TIMEOUT_S = 30.0
 LATE_OUTPUT_CAP = 64 * 1024  # bytes of between-cells output kept per stream
 ABORT_WAIT_S = 10.0  # how long reset/close wait for the running cell to end
 OFF_LOOP_BYTES = 256 * 1024  # cells at least this big are written from a worker thread
-DISK_MEASURE_S = 1.0  # the pad's files are measured at most this often after cells
 
 
 class LocalRuntime(ScratchpadRuntime):
@@ -82,9 +80,13 @@ class LocalRuntime(ScratchpadRuntime):
         self._late: dict[str, CappedOutput] = {}  # output that arrived between cells
         self._deaths_in_a_row = 0
         self._death_reported = False  # the last death was already told in its cell
+        self._guard = LimitGuard(
+            name, PadLimits.from_settings(settings), DiskMeter(own=root, workspace=cwd),
+            busy=lambda: self.busy,
+        )  # fmt: skip
         self._launcher = Launcher(
             name, root=root, cwd=cwd, settings=settings, worker=worker, secret_env=secret_env,
-            guarded=guarded,
+            guarded=guarded, limits=lambda: self._guard.limits,
         )  # fmt: skip
         self._history = CellHistory(
             root / "history.jsonl", settings.history_max_bytes, disk=settings.home
@@ -93,12 +95,6 @@ class LocalRuntime(ScratchpadRuntime):
         self._by_id: dict[str, Cell] | None = None  # recorded cells, once a submit names one
         self._background: set[asyncio.Task[Cell]] = set()
         self._rewriting = asyncio.Lock()  # a fold of the history, or a re-scrub
-        self._disk: DiskMeter | None = None  # the pad's files, measured (limits.py)
-        self._watched: Watched | None = None  # the running kernel, under the watchdog
-        self._over_disk: str | None = None  # why the pad runs no more cells, when it is over
-        self._measuring = False
-        self._next_measure = 0.0
-        self._background_checks: set[asyncio.Task[None]] = set()
         self.watch = PadWatch(name)  # its live feed (the manager's, shared by name)
 
     @property
@@ -152,14 +148,12 @@ class LocalRuntime(ScratchpadRuntime):
     @property
     def limits(self) -> PadLimits:
         """What this pad may take of the machine (see limits.py)."""
-        return self._launcher.limits
+        return self._guard.limits
 
     def set_limits(self, limits: PadLimits) -> None:
         """This pad's own limits, from its next kernel on (a running one keeps its own; the
         memory and disk limits hold at once, the watchdog reads them)."""
-        self._launcher.limits = limits
-        if self._watched is not None:
-            self._watched.limits = limits
+        self._guard.limits = limits
 
     @property
     def pid(self) -> int | None:
@@ -264,8 +258,7 @@ class LocalRuntime(ScratchpadRuntime):
         )
         timeouts = compute_timeouts(request.estimated_seconds, self.settings, request.timeout_s)
         self._check_open()
-        if self._over_disk is not None:
-            await self._check_disk()
+        await self._guard.before_cell()
         if request.cell_id is not None:
             known = await self._known(request.cell_id)
             if known is not None:
@@ -378,50 +371,8 @@ class LocalRuntime(ScratchpadRuntime):
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _watch_limits(self, kernel: KernelProcess) -> None:
-        """Hold the new kernel's process tree to the pad's limits (see limits.py)."""
-        limits = self._launcher.limits
-        self._disk = DiskMeter(own=self.root, workspace=self.cwd)
-        if limits.disk_bytes is not None:
-            await asyncio.to_thread(self._disk.start)
-        self._watched = Watched(
-            kernel.pid, limits, stop=kernel.stop_for, busy=lambda: self.busy, disk=self._disk
-        )
-        WATCHDOG.watch(self._watched)
-
-    async def _check_disk(self) -> None:
-        """The pad was over its disk limit: measure again now (files may have been deleted
-        since); PadLimitError while it still is."""
-        limit, meter = self._launcher.limits.disk_bytes, self._disk
-        used = None if limit is None or meter is None else await asyncio.to_thread(meter.used)
-        if used is None or limit is None or used <= limit:
-            self._over_disk = None
-            return
-        self._over_disk = over_disk(used, limit)
-        raise PadLimitError(f"pad {self.name!r} runs no more cells: {self._over_disk}")
-
-    def _measure_disk(self) -> None:
-        """After a cell: measure the pad's files in the background (at most once a second, so
-        tiny cells pay nothing); the next cell is refused while they are over the limit."""
-        limit, meter = self._launcher.limits.disk_bytes, self._disk
-        now = asyncio.get_running_loop().time()
-        if limit is None or meter is None or self._measuring or now < self._next_measure:
-            return
-        self._measuring, self._next_measure = True, now + DISK_MEASURE_S
-
-        async def measure() -> None:
-            try:
-                used = await asyncio.to_thread(meter.used)
-                self._over_disk = None if used is None or used <= limit else over_disk(used, limit)
-            finally:
-                self._measuring = False
-
-        task = asyncio.get_running_loop().create_task(measure())
-        self._background_checks.add(task)
-        task.add_done_callback(self._background_checks.discard)
-
     def _record(self, run: CellRun) -> None:
-        self._measure_disk()
+        self._guard.after_cell()
         self._remember(run.cell)
         if run.died:
             self._deaths_in_a_row += 1
@@ -564,7 +515,7 @@ class LocalRuntime(ScratchpadRuntime):
                 except OSError:
                     await self._stop_kernel()  # no kernel outlives a start that failed
                     raise
-            await self._watch_limits(self._kernel)
+            await self._guard.watch(self._kernel)
             self._kernel.on_exit = lambda kernel: self.watch.died(self, kernel)
             self.watch.status(self)
             return
@@ -590,8 +541,7 @@ class LocalRuntime(ScratchpadRuntime):
         kernel, self._kernel = self._kernel, None
         if kernel is None:
             return None
-        WATCHDOG.forget(kernel.pid)
-        self._watched = None
+        self._guard.forget()
         code = await asyncio.shield(kernel.stop(grace=self.settings.interrupt_grace_s))
         await self._launcher.stopped()
         return code
