@@ -4,11 +4,6 @@ goes with the pad. The files API and ``read_image`` find the pad's files where i
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,6 +16,7 @@ from scratchpad.runtime.inkernel import sandbox
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.tools import ToolRegistry, ToolSessionContext, read_image_tool
 from tests.images import PNG
+from tests.unprivileged import run_as_nobody
 
 
 @pytest.fixture
@@ -112,10 +108,10 @@ async def test_removal_never_follows_a_link_in_the_directorys_place(tmp_path: Pa
 
 
 LOCK_AND_REMOVE = """
-import asyncio, os, sys
+import asyncio, os
 from pathlib import Path
 from scratchpad.runtime import workdir
-own = workdir.ensure(Path(sys.argv[1]) / "workspaces" / "p")
+own = workdir.ensure(Path.cwd() / "workspaces" / "p")
 (own / "a" / "b").mkdir(parents=True)
 (own / "a" / "b" / "f").write_text("x")
 (own / "c").mkdir()
@@ -128,31 +124,10 @@ print("left" if own.exists() else "gone")
 """
 
 
-def test_removal_deletes_what_a_cell_locked(tmp_path: Path) -> None:
+def test_removal_deletes_what_a_cell_locked() -> None:
     """Directories without write or search permission stop a plain rmtree for anyone but
-    root: run as an unprivileged user (``setpriv`` to nobody when the tests run as root)."""
-    src = Path(workdir.__file__).parents[2]
-    python, as_user, base = sys.executable, [], tmp_path
-    if os.geteuid() == 0:
-        python = "/usr/bin/python3.11"
-        as_user = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
-        readable = subprocess.run(
-            [*as_user, "test", "-r", str(src / "scratchpad" / "runtime" / "workdir.py")],
-            check=False,
-        )
-        if shutil.which("setpriv") is None or not os.path.exists(python) or readable.returncode:
-            pytest.skip("needs setpriv, /usr/bin/python3.11 and a checkout nobody can read")
-        base = Path(tempfile.mkdtemp(prefix="workdir-"))  # tmp_path's parents are root's only
-        base.chmod(0o777)
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    try:
-        done = subprocess.run(
-            [*as_user, python, "-c", LOCK_AND_REMOVE, str(base)],
-            env=env, capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
-    finally:
-        if base != tmp_path:
-            shutil.rmtree(base)
+    root: run as an unprivileged user (nobody, see tests/unprivileged.py)."""
+    done = run_as_nobody(LOCK_AND_REMOVE, timeout=60)
     assert done.stdout.strip() == "gone", done.stderr
 
 
