@@ -280,7 +280,10 @@ def _home_line(found: Support, state: str) -> str:
 def _identity_line(found: Support) -> str:
     if found.identity is not None:
         return f"uid {found.identity[0]}, gid {found.identity[1]}, no groups, no capabilities"
-    if os.geteuid() != 0:
+    root = os.geteuid() == 0
+    if found.off:
+        return "the server's user" + (" (root, with its capabilities)" if root else "")
+    if not root:
         return f"the server's user (uid {os.geteuid()}), no capabilities"
     note = f" ({found.identity_note})" if found.identity_note else ""
     return f"root without capabilities{note}"
