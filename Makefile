@@ -48,6 +48,7 @@ bench: setup
 	$(BIN)/python bench/observations.py
 	$(BIN)/python bench/server.py
 	$(BIN)/python bench/scrub.py
+	$(BIN)/python bench/confinement.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
