@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from scratchpad.config import Settings
+from scratchpad.runtime.limits import proportional
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.proctree import descendants
 
 MIB = 1024 * 1024
 PRINT_ONE_LINE = "print('x' * (1024 * 1024 - 1))"
@@ -37,22 +39,10 @@ def fmt_ms(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f} ms"
 
 
-def tree_rss_mib(pid: int) -> float:
-    """Resident memory of a process and all its descendants, from /proc."""
-    total_kib = 0
-    pending = [pid]
-    while pending:
-        current = pending.pop()
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
-            continue
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                total_kib += int(line.split()[1])
-        pending.extend(int(child) for child in children)
-    return total_kib / 1024
+def tree_pss_mib(pid: int) -> float:
+    """Proportional memory of a process and all its descendants (shared pages divided among
+    the processes that map them: a confined kernel's holder and init share most of theirs)."""
+    return proportional([pid, *descendants(pid)]) / MIB
 
 
 def exited(pid: int) -> bool:
@@ -125,7 +115,7 @@ async def measure_ours(repeats: int, home: Path) -> dict[str, float]:
     await pad.reset()
     await asyncio.sleep(0.5)
     assert isinstance(pad, LocalRuntime) and pad.pid is not None
-    results["rss"] = tree_rss_mib(pad.pid)
+    results["rss"] = tree_pss_mib(pad.pid)
 
     await pad.execute("state = 'kept'")
     interrupts = []
@@ -217,7 +207,7 @@ def measure_jupyter(repeats: int) -> dict[str, float] | None:
     time.sleep(0.5)
     provisioner = manager.provisioner
     pid = getattr(getattr(provisioner, "process", None), "pid", None)
-    results["rss"] = tree_rss_mib(pid) if pid else float("nan")
+    results["rss"] = tree_pss_mib(pid) if pid else float("nan")
 
     interrupts = []
     for _ in range(repeats):
@@ -262,7 +252,7 @@ ROWS: list[tuple[str, str, Callable[[float], str], str]] = [
     ("1000 tiny cells", "1000", fmt_ms, "≤ 150 ms"),
     ("print 1 MiB, one line", "print1", fmt_ms, "≤ 10 ms"),
     ("print 1 MiB, 16384 lines", "printN", fmt_ms, "≤ 10 ms"),
-    ("idle RSS, process tree", "rss", lambda v: f"{v:.1f} MiB", "≤ 15 MiB"),
+    ("idle memory (PSS), process tree", "rss", lambda v: f"{v:.1f} MiB", "≤ 15 MiB"),
     ("interrupt while True → reply", "interrupt", fmt_ms, "≤ 5 ms"),
     ("kill + restart → next result", "restart", fmt_ms, "≤ 40 ms"),
 ]
