@@ -33,7 +33,7 @@ from pathlib import Path
 
 import httpx
 
-from runtime import tree_rss_mib  # bench/runtime.py: this script's directory is on sys.path
+from runtime import tree_pss_mib  # bench/runtime.py: this script's directory is on sys.path
 from scratchpad.config import Settings
 from scratchpad.isolation import cli_command
 from scratchpad.runtime.cell import Cell
@@ -258,10 +258,10 @@ async def live_pads(url: str, server_pid: int, step: int, limit: int) -> list[st
             for answer, r in zip(answers, started, strict=True)
             if (why := cause(_as_dict(answer), repr(r.name))) is not None
         )
-        rss = tree_rss_mib(server_pid)
+        memory = tree_pss_mib(server_pid)
         rows.append(
             f"| {len(started)} | {len(started) - causes.total()} | {by_cause(causes)} "
-            f"| {start_s:.1f} s for {len(batch)} | {rss:,.0f} MiB |"
+            f"| {start_s:.1f} s for {len(batch)} | {memory:,.0f} MiB |"
         )
         print(rows[-1], flush=True)
     await asyncio.gather(*(r.detach() for r in started))
@@ -304,7 +304,7 @@ async def main(quick: bool, max_pads: int | None) -> None:
                         flush=True,
                     )
         with server(home / "live") as (url, process):
-            print("\n| live pads | answering | failures by cause | start time | server tree RSS |")
+            print("\n| live pads | answering | failures by cause | start time | server tree PSS |")
             print("|---|---|---|---|---|")
             await live_pads(url, process.pid, 100, limit)
 
