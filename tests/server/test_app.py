@@ -473,3 +473,28 @@ async def test_every_error_answer_names_its_kind(client: httpx.AsyncClient) -> N
     broken = await client.post("/scratchpad/start", content=b"{nope", headers=JSON)
     assert broken.json()["type"] == "InvalidInputError"
     assert "the body is not valid JSON" in broken.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("limits", "status", "words"),
+    [
+        ({"memory_mb": True}, 422, "memory_mb"),
+        ({"memory_mb": "100"}, 422, "memory_mb"),
+        ({"memory": 5}, 422, "memory"),
+        ({"processes": 1}, 400, "a kernel needs that many to start"),
+        ({"disk_mb": 10**30}, 400, "out of range"),
+    ],
+)
+async def test_a_start_with_a_bad_limit_says_what_is_wrong_and_starts_nothing(
+    client: httpx.AsyncClient,
+    manager: ScratchpadManager,
+    limits: dict[str, object],
+    status: int,
+    words: str,
+) -> None:
+    answer = await client.post("/scratchpad/start", json={"name": "p", "limits": limits})
+    assert answer.status_code == status, answer.text
+    assert words in answer.json()["error"]
+    assert manager.names() == []
+    good = await client.post("/scratchpad/start", json={"name": "p", "limits": {"disk_mb": 64}})
+    assert good.status_code == 200, good.text

@@ -366,6 +366,12 @@ class CellRun:
         cause = self.kernel.protocol_error or self.kernel.describe_exit(code)
         self.died = True
         self.cell.status = "killed"
+        if self.kernel.stop_reason is not None:  # past a limit: the next cell says what holds
+            self.cell.error = (
+                f"The pad's kernel was stopped while running this cell: "
+                f"{self.kernel.stop_reason}. All variables were lost.\n"
+            )
+            return
         self.cell.error = (
             f"The pad's kernel {cause} while running this cell; all variables were lost. "
             "The next cell starts a fresh kernel.\n"

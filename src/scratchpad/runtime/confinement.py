@@ -39,6 +39,7 @@ INKERNEL = Path(__file__).parent / "inkernel"
 CONFINE_SCRIPT = INKERNEL / "confine.py"
 PROBE_TIMEOUT_S = 30.0
 SHM_BYTES = 64 << 20
+NAMESPACES_OFF = "off (SCRATCHPAD_NAMESPACES=off)"
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def _probe(settings: Settings, paths: sandboxing.PadPaths | None = None) -> Supp
     if settings.sandbox == "off":
         return base
     if settings.namespaces == "off":
-        return replace(base, namespaces_note="off (SCRATCHPAD_NAMESPACES=off)")
+        return replace(base, namespaces_note=NAMESPACES_OFF)
     identity = pad_identity(settings) if os.geteuid() == 0 else None
     why = _try_launch(settings, identity, paths)
     if why is None:
@@ -170,17 +171,22 @@ def pad_identity(settings: Settings) -> tuple[int, int]:
     value = settings.pad_user.strip()
     if value.replace(":", "").isdigit():
         uid, _, gid = value.partition(":")
-        return int(uid), int(gid or uid)
-    try:
-        entry = pwd.getpwnam(value)
-    except KeyError:
+        found = int(uid), int(gid or uid)
+    else:
+        try:
+            entry = pwd.getpwnam(value)
+        except KeyError:
+            raise ConfigError(
+                f"SCRATCHPAD_PAD_USER={value!r} names no user here; give an existing user name, "
+                "or uid[:gid] (e.g. 65534:65534)"
+            ) from None
+        found = entry.pw_uid, entry.pw_gid
+    if 0 in found:
         raise ConfigError(
-            f"SCRATCHPAD_PAD_USER={value!r} names no user here; give an existing user name, or "
-            "uid[:gid] (e.g. 65534:65534)"
-        ) from None
-    if entry.pw_uid == 0:
-        raise ConfigError("SCRATCHPAD_PAD_USER must not be root: pads would keep root's files")
-    return entry.pw_uid, entry.pw_gid
+            f"SCRATCHPAD_PAD_USER={value!r} is root (uid or gid 0): pads would own root's "
+            "files; give an unprivileged user, e.g. nobody or 65534:65534"
+        )
+    return found
 
 
 # -- one process's spec -------------------------------------------------------------------------
@@ -193,17 +199,15 @@ def spec(settings: Settings, paths: sandboxing.PadPaths, limits: dict[str, int])
             "SCRATCHPAD_SANDBOX=require but this kernel has no Landlock (Linux >= 5.13 with "
             "landlock in the lsm= boot list); run there, or set SCRATCHPAD_SANDBOX=auto"
         )
-    result: dict[str, Any] = {
-        "parent_pid": os.getpid(),
-        "cwd": str(paths.workspace),
-        "limits": {**limits, "core": 0},
-    }
+    namespaces = found.namespaces and not found.off
+    applied = {**limits, "core": 0}
+    if not namespaces:  # counted per user, not per pad: it would hold the user's processes too
+        applied.pop("processes", None)
+    result: dict[str, Any] = {"parent_pid": os.getpid(), "cwd": str(paths.workspace)}
+    result["limits"] = applied
     if found.off:
         return result
-    namespaces = found.namespaces
     rules = sandboxing.pad_rules(paths, namespaces=namespaces)
-    if not namespaces:
-        result["limits"].pop("processes", None)  # counted per user: it would hold the user's too
     return {
         **result,
         "namespaces": namespaces,
@@ -266,6 +270,8 @@ def _namespaces_line(found: Support) -> str:
         return "off (SCRATCHPAD_SANDBOX=off)"
     if found.namespaces:
         return "user, mount, PID and IPC namespaces per kernel"
+    if found.namespaces_note == NAMESPACES_OFF:
+        return NAMESPACES_OFF
     return f"unavailable: {found.namespaces_note or 'not tried'}"
 
 
@@ -286,7 +292,10 @@ def _identity_line(found: Support) -> str:
     if not root:
         return f"the server's user (uid {os.geteuid()}), no capabilities"
     note = f" ({found.identity_note})" if found.identity_note else ""
-    return f"root without capabilities{note}"
+    return (
+        f"root without capabilities{note}: it can read every file root owns and Landlock "
+        "leaves readable (/etc/shadow, /root)"
+    )
 
 
 def warnings(settings: Settings) -> list[str]:

@@ -27,13 +27,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from scratchpad.config import Settings
-from scratchpad.errors import PadLimitError
+from scratchpad.errors import InvalidInputError, PadLimitError
 from scratchpad.runtime.proctree import descendants
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,33 @@ def machine_memory() -> int:
             if line.startswith("MemTotal:"):
                 return int(line.split()[1]) * 1024
     return 8 << 30
+
+
+# What each limit of a pad may be (0 turns one off, but for the CPU weight): below the least,
+# a kernel cannot start or work; the most keeps the numbers within what the system takes.
+LIMIT_RANGES: dict[str, tuple[int, int]] = {
+    "memory_mb": (64, 1 << 40),
+    "processes": (32, 1 << 22),
+    "cpu_weight": (1, 10000),
+    "disk_mb": (16, 1 << 40),
+}
+LIMIT_RANGES_TEXT = ", ".join(
+    f"{name} ({low}..{high:,}" + ("" if name == "cpu_weight" else ", or 0 for none") + ")"
+    for name, (low, high) in LIMIT_RANGES.items()
+)
+
+
+def _checked(name: str, value: object) -> int:
+    low, high = LIMIT_RANGES[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"limit {name} must be a whole number, not {value!r}")
+    if (value == 0 and name != "cpu_weight") or low <= value <= high:
+        return value
+    raise InvalidInputError(
+        f"limit {name}={value} is out of range: give {low}..{high:,}"
+        + ("" if name == "cpu_weight" else ", or 0 for none")
+        + (" (a kernel needs that many to start)" if value < low else "")
+    )
 
 
 @dataclass(frozen=True)
@@ -73,18 +100,27 @@ class PadLimits:
             disk_bytes=settings.pad_disk_mb * MIB or None,
         )
 
-    def changed(self, **values: int | None) -> PadLimits:
-        """These limits with some set anew from MiB and counts (``memory_mb``, ``processes``,
-        ``cpu_weight``, ``disk_mb``; 0: none); unknown names are refused by the caller."""
+    def changed(self, values: Mapping[str, object]) -> PadLimits:
+        """These limits with some set anew (``memory_mb``, ``processes``, ``cpu_weight``,
+        ``disk_mb``: whole numbers; 0: none of that kind; None: unchanged).
+        InvalidInputError names what is wrong and what may be given."""
+        if not isinstance(values, Mapping):
+            raise InvalidInputError(f"limits must be an object of {LIMIT_RANGES_TEXT}")
+        unknown = sorted(set(values) - set(LIMIT_RANGES))
+        if unknown:
+            raise InvalidInputError(
+                f"unknown limit(s) {', '.join(map(repr, unknown))}: give {LIMIT_RANGES_TEXT}"
+            )
+        given = {name: _checked(name, value) for name, value in values.items() if value is not None}
         update: dict[str, Any] = {}
-        if values.get("memory_mb") is not None:
-            update["memory_bytes"] = int(values["memory_mb"] or 0) * MIB or None
-        if values.get("disk_mb") is not None:
-            update["disk_bytes"] = int(values["disk_mb"] or 0) * MIB or None
-        if values.get("processes") is not None:
-            update["processes"] = int(values["processes"] or 0) or None
-        if values.get("cpu_weight") is not None:
-            update["cpu_weight"] = int(values["cpu_weight"] or 100)
+        if "memory_mb" in given:
+            update["memory_bytes"] = given["memory_mb"] * MIB or None
+        if "disk_mb" in given:
+            update["disk_bytes"] = given["disk_mb"] * MIB or None
+        if "processes" in given:
+            update["processes"] = given["processes"] or None
+        if "cpu_weight" in given:
+            update["cpu_weight"] = given["cpu_weight"]
         return replace(self, **update)
 
     @property
@@ -115,12 +151,13 @@ class PadLimits:
 def describe(limits: PadLimits, *, namespaces: bool) -> dict[str, str]:
     """What ``/v1/server`` and the README say of each limit: its value and what holds it."""
 
-    def mib(value: int | None) -> str:
+    def size(value: int | None) -> str:
         return "none" if value is None else f"{value // MIB:,} MiB"
 
     return {
-        "memory": f"{mib(limits.memory_bytes)} per pad: the resident memory of all its "
-        f"processes, checked every {TICK_S:g} s by a watchdog that stops the pad",
+        "memory": f"{size(limits.memory_bytes)} per pad: the resident memory of all its "
+        f"processes, checked every {TICK_S:g} s while a cell runs (every {IDLE_EVERY_S:g} s "
+        "between cells) by a watchdog that stops the pad",
         "processes": "none"
         if limits.processes is None
         else f"{limits.processes} per pad: "
@@ -130,14 +167,21 @@ def describe(limits: PadLimits, *, namespaces: bool) -> dict[str, str]:
             else "counted by the watchdog, which stops the pad"
         ),
         "cpu": f"weight {limits.cpu_weight} beside the server's 100 (nice {limits.nice})",
-        "disk": f"{mib(limits.disk_bytes)} per pad: its directory and what its workspace "
-        "grew by, checked before and after each cell and every "
-        f"{DISK_EVERY_S:g} s while one runs; no single file larger",
+        "disk": f"{size(limits.disk_bytes)} per pad: its own directories (its working directory "
+        "whole, when it is the pad's own) and what a bound workspace grew by since the pad "
+        f"first measured it; measured after cells and every {DISK_EVERY_S:g} s while one runs "
+        "(a cell past it is stopped, a pad past it refuses cells until files go); no single "
+        "file larger",
     }
 
 
+def mib(value: int) -> str:
+    """Bytes as MiB with one decimal (a value just over a limit reads over it)."""
+    return f"{value / MIB:,.1f} MiB"
+
+
 def over_memory(used: int, limit: int) -> str:
-    return f"out of memory: the pad used {used // MIB:,} MiB of its {limit // MIB:,} MiB limit"
+    return f"out of memory: the pad used {mib(used)} of its {limit // MIB:,} MiB limit"
 
 
 def over_processes(count: int, limit: int) -> str:
@@ -145,11 +189,14 @@ def over_processes(count: int, limit: int) -> str:
 
 
 def over_disk(used: int, limit: int) -> str:
-    return (
-        f"out of disk: the pad's files take {used // MIB:,} MiB of its {limit // MIB:,} MiB "
-        "limit. Delete some (the Files view of the web UI, `scratchpad files rm`, or "
-        "DELETE /v1/pads/{name}/files/{path}), or raise SCRATCHPAD_PAD_DISK_MB"
-    )
+    return f"out of disk: the pad's files take {mib(used)} of its {limit // MIB:,} MiB limit"
+
+
+DISK_REMEDY = (
+    "delete some (the web UI's Files, `scratchpad files rm`, or DELETE "
+    "/v1/pads/{name}/files/{path}), or give the pad a larger limit (limits.disk_mb of "
+    "/scratchpad/start or get_or_create; SCRATCHPAD_PAD_DISK_MB for every pad)"
+)
 
 
 # -- disk ------------------------------------------------------------------------------------
@@ -185,28 +232,37 @@ def disk_usage(paths: Iterable[Path]) -> int | None:
 
 @dataclass
 class DiskMeter:
-    """A pad's disk use: its own directory, plus what a workspace outside it grew by since
-    ``start`` measured it."""
+    """A pad's disk use: its own directories (its venv and temp directory; its working
+    directory when it is the pad's own, under the home), plus what a bound workspace (the
+    person's, shared by every pad) grew by since the pad first measured it."""
 
-    own: Path
-    workspace: Path
-    baseline: int = 0
+    own: tuple[Path, ...]
+    workspace: Path | None  # a bound workspace; None when the pad's is among ``own``
+    baseline: int | None = None
 
     def start(self) -> None:
-        self.baseline = self._workspace_usage() or 0
+        """Measure where a bound workspace starts from (once per pad: restarts keep it)."""
+        if self.baseline is None:
+            self.baseline = self._workspace_usage() or 0
 
     def used(self) -> int | None:
-        own = disk_usage([self.own])
+        own = disk_usage(self.own)
         workspace = self._workspace_usage()
         if own is None:
             return None
-        grown = 0 if workspace is None else max(0, workspace - self.baseline)
+        grown = 0 if workspace is None else max(0, workspace - (self.baseline or 0))
         return own + grown
 
     def _workspace_usage(self) -> int | None:
-        if self.workspace == self.own or self.own in self.workspace.parents:
-            return 0  # inside the pad's own directory: counted there
-        return disk_usage([self.workspace])
+        return 0 if self.workspace is None else disk_usage([self.workspace])
+
+
+def disk_meter(settings: Settings, root: Path, workspace: Path) -> DiskMeter:
+    """The meter of a pad with its venv at ``root`` working in ``workspace``: a workspace
+    under the home is the pad's own (counted whole), any other is the person's (its growth)."""
+    if settings.home in workspace.parents:
+        return DiskMeter(own=(root, workspace), workspace=None)
+    return DiskMeter(own=(root,), workspace=workspace)
 
 
 # -- the watchdog ----------------------------------------------------------------------------
@@ -365,9 +421,13 @@ class LimitGuard:
         """Hold a new kernel's process tree to the limits."""
         if self._limits.disk_bytes is not None:
             await asyncio.to_thread(self._meter.start)
-        self._watched = Watched(
-            kernel.pid, self._limits, stop=kernel.stop_for, busy=self._busy, disk=self._meter
-        )
+
+        def stop(reason: str) -> None:
+            if reason.startswith("out of disk"):
+                self.stopped_for_disk(reason)
+            kernel.stop_for(reason)
+
+        self._watched = Watched(kernel.pid, self._limits, stop, busy=self._busy, disk=self._meter)
         WATCHDOG.watch(self._watched)
 
     def forget(self) -> None:
@@ -387,7 +447,13 @@ class LimitGuard:
             None if used is None or limit is None or used <= limit else over_disk(used, limit)
         )
         if self._over is not None:
-            raise PadLimitError(f"pad {self.name!r} runs no more cells: {self._over}")
+            raise PadLimitError(
+                f"pad {self.name!r} runs no more cells: {self._over}; {DISK_REMEDY}"
+            )
+
+    def stopped_for_disk(self, reason: str) -> None:
+        """The watchdog stopped the kernel for its files: cells are refused until they go."""
+        self._over = reason
 
     def after_cell(self) -> None:
         """Measure the pad's files in the background, when due."""

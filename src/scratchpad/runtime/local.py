@@ -34,7 +34,7 @@ from scratchpad.runtime.cellrun import Caps, CellRun
 from scratchpad.runtime.history import CellHistory, fold, unrecorded
 from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.launcher import Launcher, SecretEnv
-from scratchpad.runtime.limits import DiskMeter, LimitGuard, PadLimits
+from scratchpad.runtime.limits import LimitGuard, PadLimits, disk_meter
 from scratchpad.runtime.rescrub import rescrub_history, scrub_cell
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 from scratchpad.runtime.watch import PadWatch
@@ -81,7 +81,7 @@ class LocalRuntime(ScratchpadRuntime):
         self._deaths_in_a_row = 0
         self._death_reported = False  # the last death was already told in its cell
         self._guard = LimitGuard(
-            name, PadLimits.from_settings(settings), DiskMeter(own=root, workspace=cwd),
+            name, PadLimits.from_settings(settings), disk_meter(settings, root, cwd),
             busy=lambda: self.busy,
         )  # fmt: skip
         self._launcher = Launcher(

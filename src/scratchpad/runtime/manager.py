@@ -16,6 +16,7 @@ from scratchpad.padnames import dir_in, dir_name, is_pad_dir_name, validate_pad_
 from scratchpad.runtime import venv, workdir
 from scratchpad.runtime.base import CLOSED, RuntimeFactory, ScratchpadRuntime
 from scratchpad.runtime.cellqueue import remember
+from scratchpad.runtime.limits import PadLimits
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.padinfo import HISTORY, HistoryCounts, PadInfo, describe_running
 from scratchpad.runtime.rescrub import RescrubReport, rescrub_home
@@ -97,10 +98,10 @@ def refuse_secret_name(name: str) -> None:
         )
 
 
-def _set_limits(pad: ScratchpadRuntime, limits: Mapping[str, int | None] | None) -> None:
+def _set_limits(pad: ScratchpadRuntime, limits: Mapping[str, object] | None) -> None:
     """A local pad's own limits over its current ones (remote pads: their server's)."""
     if limits and isinstance(pad, LocalRuntime):
-        pad.set_limits(pad.limits.changed(**limits))
+        pad.set_limits(pad.limits.changed(limits))
 
 
 class ScratchpadManager:
@@ -153,12 +154,16 @@ class ScratchpadManager:
         self.watches = PadWatches()  # the pads' live feeds, by name
 
     async def get_or_create(
-        self, name: str, *, limits: Mapping[str, int | None] | None = None
+        self, name: str, *, limits: Mapping[str, object] | None = None
     ) -> ScratchpadRuntime:
         """The running pad ``name``, started on first use (concurrent calls share one start).
         ``limits``: the pad's own (``memory_mb``, ``processes``, ``cpu_weight``, ``disk_mb``;
-        see limits.py) over the server's defaults, from its next kernel on."""
+        see limits.py) over the server's defaults, kept while this manager runs: the memory
+        and disk limits hold at once, the others from its next kernel on. InvalidInputError
+        for a bad one, before anything starts."""
         name = validate_pad_name(name)
+        if limits is not None:
+            PadLimits.from_settings(self.settings).changed(limits)  # checked before any start
         pad = self._pads.get(name)
         if pad is not None and not pad.closed:
             _set_limits(pad, limits)
@@ -173,7 +178,7 @@ class ScratchpadManager:
         return pad
 
     async def _start(
-        self, name: str, limits: Mapping[str, int | None] | None = None
+        self, name: str, limits: Mapping[str, object] | None = None
     ) -> ScratchpadRuntime:
         try:
             stopping = self._stopping.get(name)

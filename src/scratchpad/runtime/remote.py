@@ -229,8 +229,9 @@ class RemoteRuntime(ScratchpadRuntime):
         async for event in events:
             message = json.loads(event.data)
             if message.get("type") == "error":
-                kind = message.get("error_type")
-                raise error_from_http(500, kind, f"pad {self.name!r}: {message.get('error')}")
+                kind, text = message.get("error_type"), str(message.get("error"))
+                named = text.startswith(f"pad {self.name!r}")  # the server named it already
+                raise error_from_http(500, kind, text if named else f"pad {self.name!r}: {text}")
             item = _stream_item(message)
             if item is not None:
                 yield item

@@ -89,11 +89,11 @@ class LimitsRequest(BaseModel):
     """A pad's own limits (our extension; see the README's trust model): each replaces the
     server's default; 0 means none of that kind."""
 
-    model_config = ConfigDict(extra="forbid")
-    memory_mb: int | None = Field(None, ge=0)
-    processes: int | None = Field(None, ge=0)
+    model_config = ConfigDict(extra="forbid", strict=True)  # 1.5, true, "100" are refused
+    memory_mb: int | None = Field(None, ge=0, description="64 and up; 0: no memory limit")
+    processes: int | None = Field(None, ge=0, description="32 and up; 0: no process limit")
     cpu_weight: int | None = Field(None, ge=1, le=10000)
-    disk_mb: int | None = Field(None, ge=0)
+    disk_mb: int | None = Field(None, ge=0, description="16 and up; 0: no disk limit")
 
 
 class StartRequest(PadRequest):
