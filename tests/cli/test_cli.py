@@ -45,6 +45,18 @@ def test_exec_json_output() -> None:
     assert json.loads(out)["result"] == "42"
 
 
+def test_cells_are_shown_with_their_number_and_exec_takes_an_id() -> None:
+    assert "[ok] cell 1 · " in invoke("exec", "main", "x = 1")[2]
+    code, _, err = invoke("exec", "main", "--id", "step-2", "x += 1\n1/0")
+    assert code == 1 and "[error] cell 2 · " in err and '"<cell 2>"' in err
+    code, out, _ = invoke("exec", "main", "--json", "--id", "step-2", "x += 1\n1/0")
+    assert json.loads(out)["number"] == 2 and json.loads(out)["id"] == "step-2"  # not run again
+    assert json.loads(invoke("exec", "main", "--json", "x")[1])["result"] == "2"
+    assert "--- [3] cell (ok" in invoke("view", "main")[1]
+    code, _, err = invoke("exec", "main", "--id", "no spaces", "1")
+    assert code == 2 and "cell id 'no spaces' is not allowed" in err
+
+
 def test_view_dump_ls_and_rm(tmp_path: Path) -> None:
     invoke("exec", "notes", "-d", "first cell", "print('kept on disk')")
     code, out, _ = invoke("view", "notes")

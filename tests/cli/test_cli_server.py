@@ -271,6 +271,28 @@ def test_ctrl_c_cancels_this_commands_cell_never_another_clients() -> None:
     first.communicate(timeout=30)
 
 
+def test_cancel_by_id_stops_that_cell_queued_or_running() -> None:
+    first = start("exec", "p", "--id", "long-one", LONG_CELL)
+    wait_for_line(first, "started")
+    queued = start("exec", "p", "--id", "second", "print('should not run')")
+    deadline = time.monotonic() + 30
+    while not _queued_on_server("p"):
+        assert time.monotonic() < deadline, "the second cell never reached the server"
+        time.sleep(0.05)
+    cancelled = scratchpad("cancel", "p", "--id", "second")
+    assert cancelled.stdout.strip() == "cancelled cell second of p"
+    out, err = queued.communicate(timeout=30)
+    assert "should not run" not in out and "[cancelled] cell 2 · " in err
+    assert first.poll() is None  # the running cell goes on
+    assert scratchpad("cancel", "p", "--id", "long-one").returncode == 0
+    _, err = first.communicate(timeout=30)
+    assert first.returncode == 1 and "[cancelled] cell 1 · " in err
+    unknown = scratchpad("cancel", "p", "--id", "nope")
+    assert unknown.returncode == 0 and "no cell nope was queued or running in p" in unknown.stdout
+    bad = scratchpad("cancel", "p", "--id", "a b")
+    assert bad.returncode == 2 and "cell id 'a b' is not allowed" in bad.stderr
+
+
 def _queued_on_server(name: str) -> bool:
     listed = json.loads(scratchpad("ls", "--json").stdout or "[]")
     return any(pad["name"] == name and pad["queued"] for pad in listed)

@@ -369,3 +369,48 @@ async def test_names_beyond_plain_ones_work(backend: ScratchpadManager, name: st
     other = await backend.get_or_create(name)
     assert (await other.execute("6 * 7")).result == "42"
     assert [cell.result for cell in await other.load_cells()][-1] == "42"
+
+
+async def test_each_cell_has_its_number_in_the_pad_everywhere(pad: ScratchpadRuntime) -> None:
+    cells = [await pad.execute(code) for code in ("a = 1", "b = 2", "def f():\n    1/0\nf()")]
+    assert [cell.number for cell in cells] == [1, 2, 3]
+    assert 'File "<cell 3>", line 3' in (cells[2].error or "")  # its traceback names it
+    await pad.load_cells()
+    assert [cell.number for cell in pad.cells] == [1, 2, 3]
+    assert "--- [3] cell (error" in pad.view()
+    assert "## [3] Cell" in pad.dump()
+    notebook = pad.to_ipynb()
+    assert [cell["execution_count"] for cell in notebook["cells"]] == [1, 2, 3]
+    assert notebook["cells"][2]["metadata"]["tags"] == ["raises-exception"]
+
+
+async def test_numbers_go_on_across_kernels_and_start_again_after_reset(
+    pad: ScratchpadRuntime,
+) -> None:
+    await pad.execute("1")
+    await pad.close()
+    await pad.start()
+    again = await pad.execute("1/0")
+    assert again.number == 2 and "<cell 2>" in (again.error or "")
+    repeat = await pad.execute("1/0", cell_id=again.id)  # a known cell keeps its number
+    assert repeat.number == 2
+    await pad.reset()
+    assert (await pad.execute("1")).number == 1
+
+
+async def test_a_rich_result_carries_its_mime_bundle(pad: ScratchpadRuntime) -> None:
+    code = (
+        "class Table:\n"
+        "    def _repr_html_(self):\n"
+        "        return '<table><tr><td>1</td></tr></table>'\n"
+        "    def __repr__(self):\n"
+        "        return 'Table(1)'\n"
+        "Table()"
+    )
+    cell = await pad.execute(code)
+    assert cell.result == "Table(1)"
+    assert cell.result_data == {"text/html": "<table><tr><td>1</td></tr></table>"}
+    assert (await pad.execute("41 + 1")).result_data == {}
+    await pad.load_cells()
+    (result,) = pad.to_ipynb()["cells"][0]["outputs"]
+    assert result["data"]["text/html"] == cell.result_data["text/html"]

@@ -146,3 +146,16 @@ def test_a_rescrub_frames_the_records_it_changes_again(tmp_path: Path) -> None:
     loaded = CellHistory(path, LIMIT).load()
     assert [cell.code for cell in loaded] == ["legacy", "print('[DS_X__TOKEN]')", "plain"]
     assert secret not in path.read_text()
+
+
+def test_cells_keep_their_numbers_and_old_records_are_numbered_by_position(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "history.jsonl"
+    note = Cell(code="", description="history folded", stdout="30 earlier cell(s) were folded\n")
+    old = [{k: v for k, v in c.to_dict().items() if k != "number"} for c in [note, *cells(2)]]
+    path.write_text("".join(json.dumps(record) + "\n" for record in old))  # before numbers
+    numbered = Cell(code="later", number=40)
+    written(path, [numbered, Cell(code="next", number=41)])
+    loaded = CellHistory(path, LIMIT).load()
+    assert [cell.number for cell in loaded] == [0, 31, 32, 40, 41]

@@ -340,6 +340,13 @@ async def test_the_stored_history_is_bounded(workspace: Path, settings: Settings
         reloaded = manager.peek("long").cells
         assert [c.stdout for c in reloaded] == [c.stdout for c in pad.cells]
         assert "folded away" in manager.peek("long").dump()
+        kept = list(range(41 - (len(pad.cells) - 1), 41))  # the cells keep their numbers
+        assert [c.number for c in pad.cells] == [0, *kept]
+        assert [c.number for c in reloaded] == [0, *kept]
+    async with ScratchpadManager(workspace=workspace, settings=bounded) as manager:
+        again = await manager.get_or_create("long")  # as after a restart of the server
+        assert (await again.execute("1/0")).number == 41
+        assert "## [41] Cell" in again.dump() and "## [40] Cell" in again.dump()
 
 
 async def test_an_unreadable_history_line_is_skipped_and_said(

@@ -60,7 +60,7 @@ def test_notebook_is_valid_and_carries_outputs() -> None:
 
 
 def test_compaction_keeps_the_last_five() -> None:
-    cells = [Cell(code=f"step_{i}()", description=f"step {i}") for i in range(8)]
+    cells = [Cell(code=f"step_{i}()", description=f"step {i}", number=i + 1) for i in range(8)]
     compacted = render.compact_cells(cells, keep=5)
     assert len(compacted) == 6
     assert compacted[1:] == cells[3:]
@@ -77,3 +77,63 @@ def test_view_uses_compaction_and_describes_images() -> None:
     assert "summary of 4 earlier cells" in text
     assert "[output] image/png" in text
     assert render.view("p", [], keep=5) == "Pad 'p' has no cells yet."
+
+
+def numbered(first: int, count: int) -> list[Cell]:
+    """Cells numbered from ``first`` (a pad whose older cells were folded or compacted)."""
+    return [
+        Cell(code=f"x = {n}", description=f"step {n}", number=n, id=f"c{n}")
+        for n in range(first, first + count)
+    ]
+
+
+def test_view_and_dump_show_each_cell_by_its_own_number() -> None:
+    cells = numbered(31, 10)
+    text = render.view("p", cells, keep=5)
+    assert "--- [36] step 36" in text and "--- [40] step 40" in text
+    assert "[0]" not in text and "--- [1] " not in text
+    assert "#31 [ok] step 31" in text  # the compacted ones too
+    dump = render.dump("p", cells)
+    assert "## [31] step 31" in dump and "## [40] step 40" in dump and "## [1]" not in dump
+
+
+def test_notebook_counts_are_the_cells_numbers_and_its_ids_the_cells_ids() -> None:
+    cells = numbered(7, 3)
+    notebook = render.to_ipynb("p", cells)
+    assert [cell["execution_count"] for cell in notebook["cells"]] == [7, 8, 9]
+    assert [cell["id"] for cell in notebook["cells"]] == ["c7", "c8", "c9"]
+    assert render.to_ipynb("p", cells) == notebook  # a second export is the same
+
+
+def test_notebook_ids_are_valid_and_unique_whatever_the_cell_ids() -> None:
+    cells = [Cell(code="1", id=ident, number=n) for n, ident in enumerate(["a b/é", "x", "x"], 1)]
+    notebook = render.to_ipynb("p", cells)
+    nbformat.validate(nbformat.from_dict(notebook))
+    ids = [cell["id"] for cell in notebook["cells"]]
+    assert len(set(ids)) == 3 and ids[1] == "x"
+    assert render.notebook_ids(cells) == ids
+
+
+def test_notebook_tags_cells_that_raised_so_a_rerun_goes_on_past_them() -> None:
+    notebook = render.to_ipynb("p", sample_cells())
+    tags = [cell["metadata"].get("tags", []) for cell in notebook["cells"]]
+    assert tags == [[], ["raises-exception"], []]
+
+
+def test_notebook_result_carries_the_rich_forms_of_the_result() -> None:
+    html = "<table><tr><td>1</td></tr></table>"
+    cell = Cell(code="df", result="   a\n0  1", result_data={"text/html": html}, number=1)
+    notebook = render.to_ipynb("p", [cell])
+    (result,) = notebook["cells"][0]["outputs"]
+    assert result["output_type"] == "execute_result" and result["execution_count"] == 1
+    assert result["data"] == {"text/html": html, "text/plain": "   a\n0  1"}
+
+
+def test_a_fold_note_is_a_markdown_cell_without_a_number() -> None:
+    note = Cell(code="", description="history folded", stdout="30 earlier cell(s) were folded\n")
+    notebook = render.to_ipynb("p", [note, *numbered(31, 1)])
+    nbformat.validate(nbformat.from_dict(notebook))
+    assert notebook["cells"][0]["cell_type"] == "markdown"
+    assert "30 earlier cell(s)" in notebook["cells"][0]["source"]
+    assert notebook["cells"][1]["execution_count"] == 31
+    assert "--- history folded" in render.view("p", [note], keep=5)

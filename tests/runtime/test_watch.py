@@ -54,8 +54,9 @@ async def test_a_watcher_sees_every_step_of_a_cell_it_did_not_run(
     ]  # fmt: skip
     status, queued, started, output, progress, display, recorded = seen
     assert status["pad"]["status"] == "idle" and status["pad"]["name"] == "watched"
-    assert queued["cell"] == {"id": cell.id, "code": code, "description": "all kinds"}
-    assert started["id"] == cell.id and started["started_at"] > 0
+    brief = {"id": cell.id, "number": 1, "code": code, "description": "all kinds"}
+    assert queued["cell"] == brief
+    assert started["id"] == cell.id and started["number"] == 1 and started["started_at"] > 0
     assert output == {"type": "output", "id": cell.id, "stream": "stdout", "text": "out\n"}
     assert progress == {"type": "progress", "id": cell.id, "message": "half"}
     assert display["data"]["text/plain"] == "'shown'"

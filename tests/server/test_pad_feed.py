@@ -93,10 +93,28 @@ async def test_a_feed_shows_a_cell_another_client_runs(
         "status", "queued", "started", "output", "display", "cell",
     ]  # fmt: skip
     cell_id = final["cell"]["id"]
-    assert seen[1]["cell"] == {"id": cell_id, "code": body["code"], "description": "other"}
+    brief = {"id": cell_id, "number": 1, "code": body["code"], "description": "other"}
+    assert seen[1]["cell"] == brief
+    assert seen[2]["id"] == cell_id and seen[2]["number"] == 1
     assert seen[3]["text"] == "hi\n" and seen[3]["id"] == cell_id
-    assert seen[-1]["cell"] == final["cell"]
+    assert seen[-1]["cell"] == final["cell"] and final["cell"]["number"] == 1
     assert feed.ids == list(range(len(feed.ids))) and len(feed.ids) == 7
+
+
+async def test_every_json_form_of_a_cell_carries_its_number(
+    server: str, client: httpx.AsyncClient
+) -> None:
+    frames = [await run_cell(client, server, {"name": "n", "code": f"{i} / 0"}) for i in range(3)]
+    assert [frame["cell"]["number"] for frame in frames] == [1, 2, 3]
+    assert '"<cell 3>"' in frames[2]["cell"]["error"]
+    listing = (await client.get(f"{server}/v1/pads/n")).json()
+    assert [cell["number"] for cell in listing["cells"]] == [1, 2, 3]
+    one = (await client.get(f"{server}/v1/pads/n/cells/{frames[1]['cell']['id']}")).json()
+    assert one["number"] == 2
+    notebook = (await client.get(f"{server}/v1/pads/n/notebook")).json()
+    assert [cell["execution_count"] for cell in notebook["cells"]] == [1, 2, 3]
+    await client.post(f"{server}/scratchpad/reset", json={"name": "n"})
+    assert (await run_cell(client, server, {"name": "n", "code": "1"}))["cell"]["number"] == 1
 
 
 async def test_a_feed_opened_mid_cell_starts_from_the_output_so_far(
@@ -116,6 +134,7 @@ async def test_a_feed_opened_mid_cell_starts_from_the_output_so_far(
                 now = snapshot["running"]
                 if now is not None and now["progress"] == "waiting":
                     assert now["stdout"] == "first\n" and snapshot["pad"]["status"] == "busy"
+                    assert now["number"] == 1
                     assert snapshot["pad"]["busy_since"] == now["started_at"]
                     flag.touch()
                     rest = await feed.until_cell()

@@ -176,6 +176,17 @@ def test_a_cell_from_another_client_shows_up_live(
     expect(page.locator(".cell")).to_have_count(2)
 
 
+def test_each_cell_shows_its_number_in_the_pad(page: Page, feed: None) -> None:
+    open_pad(page, "numbered")
+    expect(finished(run(page, "1")).locator(".cell-number")).to_have_text("[1]")
+    running = run(page, TICKING.format(n=8, tag="n"))
+    expect(running.locator(".stdout")).to_contain_text("n 1", timeout=SLOW)
+    expect(running.locator(".cell-number")).to_have_text("[2]")  # known before it ends
+    finished(running)
+    page.reload()
+    expect(page.locator(".cell .cell-number")).to_have_text(["[1]", "[2]"], timeout=SLOW)
+
+
 # A 2x1 PNG, written by a cell: the files view previews it through a signed URL.
 PIXELS = (
     "import base64\nopen('dot.png', 'wb').write(base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAI"

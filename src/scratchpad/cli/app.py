@@ -24,7 +24,8 @@ from scratchpad.cli.output import LiveCell, console, err_console, fail, print_js
 from scratchpad.cli.server_cmd import server_app
 from scratchpad.cli.vault import vault_app
 from scratchpad.config import Settings
-from scratchpad.errors import PadError, PadNotFoundError, ScratchpadError
+from scratchpad.errors import InvalidInputError, PadError, PadNotFoundError, ScratchpadError
+from scratchpad.runtime.base import check_cell_id
 from scratchpad.runtime.cell import Cell, StreamItem, new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
@@ -121,6 +122,14 @@ async def _on_server_settings() -> Settings:
 NO_CODE = "no code given: {why}; pass CODE, --file FILE, or pipe code into '-'"
 
 
+def checked_id(value: str | None) -> str | None:
+    """An ``--id`` option's callback: a cell id as the core allows it, else a usage error."""
+    try:
+        return check_cell_id(value)
+    except InvalidInputError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 def read_code(code: str | None, file: Path | None) -> str:
     """The code to run, from the argument, the file, or standard input; empty code (an empty
     argument, file or standard input) is a usage error, not an empty cell."""
@@ -189,10 +198,20 @@ def exec_(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the cell as JSON.")] = False,
+    id_: Annotated[
+        str | None,
+        typer.Option(
+            "--id",
+            callback=checked_id,
+            metavar="ID",
+            help="The cell's id (1-64 letters, digits, '_', '-'), so 'scratchpad cancel PAD "
+            "--id ID' can stop it; a repeat gives the cell with that id, it does not run again.",
+        ),
+    ] = None,
 ) -> None:
     """Run code in a pad (created on first use), streaming its output; Ctrl-C cancels it."""
     source = read_code(code, file)
-    cell_id = new_cell_id()  # Ctrl-C cancels this cell, never another client's
+    cell_id = id_ or new_cell_id()  # Ctrl-C cancels this cell, never another client's
 
     async def job(runtime: RemoteRuntime) -> bool:
         live = LiveCell()
@@ -350,10 +369,25 @@ def reset(pad: PadArg) -> None:
 
 
 @app.command(cls=Command)
-def cancel(pad: PadArg) -> None:
-    """Cancel the cell running in a pad (its variables stay)."""
-    if on_server(pad, lambda runtime: runtime.cancel()):
-        print_text(f"cancelled the running cell of {pad}")
+def cancel(
+    pad: PadArg,
+    id_: Annotated[
+        str | None,
+        typer.Option(
+            "--id",
+            callback=checked_id,
+            metavar="ID",
+            help="Cancel this cell (given with 'exec --id'): queued, it never runs; running, "
+            "it is interrupted. Without it: the running cell.",
+        ),
+    ] = None,
+) -> None:
+    """Cancel the cell running in a pad, or one cell by its id (its variables stay)."""
+    if on_server(pad, lambda runtime: runtime.cancel(id_)):
+        which = f"cell {id_}" if id_ else "the running cell"
+        print_text(f"cancelled {which} of {pad}")
+    elif id_:
+        print_text(f"no cell {id_} was queued or running in {pad}; if it comes, it will not run")
     else:
         print_text(f"no cell was running in {pad}")
 

@@ -102,7 +102,10 @@ def show_cell_end(cell: Cell) -> None:
     if cell.error:
         err_console.print(f"[red]{shown(cell.error.rstrip())}[/red]")
     colour = "green" if cell.ok else "red"
-    err_console.print(f"[{colour}]\\[{cell.status}][/{colour}] [dim]{cell.duration_s:.3f}s[/dim]")
+    number = f"cell {cell.number} · " if cell.number else ""
+    err_console.print(
+        f"[{colour}]\\[{cell.status}][/{colour}] [dim]{number}{cell.duration_s:.3f}s[/dim]"
+    )
 
 
 class LiveCell:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
@@ -13,14 +12,13 @@ from typing import Any
 from scratchpad.errors import InvalidInputError, PadError
 from scratchpad.padnames import validate_pad_name
 from scratchpad.runtime import render
-from scratchpad.runtime.cell import Cell, StreamItem
+from scratchpad.runtime.cell import CELL_ID, Cell, StreamItem
 from scratchpad.runtime.timeouts import check_estimate, check_timeout
 from scratchpad.scrub import scrub
 from scratchpad.text import clean_text, cut_middle
 
 DEFAULT_COMPACT_KEEP = 5
 CLOSED = "the pad was closed"
-CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True, slots=True)

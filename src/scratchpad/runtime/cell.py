@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import collections
 import json
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -14,6 +15,7 @@ CellStatus = Literal["ok", "error", "timeout", "cancelled", "killed"]
 CELL_STATUSES: tuple[str, ...] = ("ok", "error", "timeout", "cancelled", "killed")
 StreamName = Literal["stdout", "stderr"]
 T = TypeVar("T")
+CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a cell id (also a valid nbformat cell id)
 
 
 def new_cell_id() -> str:
@@ -24,9 +26,13 @@ def new_cell_id() -> str:
 class Cell:
     """One executed cell. Errors in user code are data: ``status`` + traceback in ``error``.
 
-    ``result`` is the text of the last expression (a notebook's ``Out[n]``); ``outputs`` holds
-    rich mime bundles (``{"image/png": <base64>, "text/plain": ...}``) from display() and
-    matplotlib; ``logs`` holds progress messages and notes from the runtime.
+    ``result`` is the text of the last expression (a notebook's ``Out[n]``) and
+    ``result_data`` its rich forms (``{"text/html": ...}`` of a DataFrame; text/plain is
+    ``result``); ``outputs`` holds rich mime bundles (``{"image/png": <base64>, "text/plain":
+    ...}``) from display() and matplotlib; ``logs`` holds progress messages and notes from the
+    runtime. ``number`` is the cell's place in its pad, 1-based, fixed when it is queued and
+    shown the same everywhere (view, dump, a notebook's execution_count, tracebacks); 0 for a
+    cell that stands for others (a summary, a note of folded history) or never reached a pad.
     """
 
     code: str
@@ -41,11 +47,14 @@ class Cell:
     result: str | None = None
     outputs: list[dict[str, Any]] = field(default_factory=list)
     duration_s: float = 0.0
+    number: int = 0
+    result_data: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The cell as JSON-ready data (a hand-written copy: ``asdict`` deep-copies, slowly)."""
         data = {name: getattr(self, name) for name in CELL_FIELDS}
         data["outputs"] = [dict(bundle) for bundle in self.outputs]
+        data["result_data"] = dict(self.result_data)
         return data
 
     @classmethod
@@ -54,6 +63,10 @@ class Cell:
         cell = cls(**{k: v for k, v in data.items() if k in CELL_FIELDS})
         if cell.status not in CELL_STATUSES:
             raise ValueError(f"unknown cell status {cell.status!r}")
+        if type(cell.number) is not int or cell.number < 0:
+            raise ValueError(f"a cell's number is a whole number >= 0, not {cell.number!r}")
+        if not isinstance(cell.result_data, dict):
+            raise ValueError("a cell's result_data is a mime bundle (an object)")
         return cell
 
     @property
@@ -63,7 +76,8 @@ class Cell:
     def rough_size(self) -> int:
         """About how many characters the cell holds (to pick a cheap or a careful path)."""
         texts = (self.code, self.stdout, self.stderr, self.logs, self.error, self.result)
-        return sum(len(text) for text in texts if text) + _outputs_chars(self.outputs)
+        rich = _outputs_chars(self.outputs) + bundle_size(self.result_data)
+        return sum(len(text) for text in texts if text) + rich
 
 
 CELL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Cell))
@@ -213,7 +227,8 @@ def encoded_size(value: Any) -> int:
 def rough_chars(cell: dict[str, Any]) -> int:
     """Characters of a cell's text fields and outputs: a cheap lower bound of its encoding."""
     size = sum(len(value) for value in cell.values() if isinstance(value, str))
-    return size + _outputs_chars(cell.get("outputs") or [])
+    rich = _outputs_chars(cell.get("outputs") or []) + bundle_size(cell.get("result_data") or {})
+    return size + rich
 
 
 def bundle_size(bundle: dict[str, Any]) -> int:
@@ -239,6 +254,9 @@ def fit_cell(cell: dict[str, Any], limit: int, why: str) -> dict[str, Any]:
     if _outputs_chars(outputs) > limit // 4 or encoded_size(outputs) > limit // 4:
         kinds = ", ".join(sorted({kind for bundle in outputs for kind in bundle}))
         cell["outputs"] = [{"text/plain": f"[{len(outputs)} output(s) ({kinds}) left out {why}]"}]
+    rich = cell.get("result_data") or {}
+    if bundle_size(rich) > limit // 4 or encoded_size(rich) > limit // 4:
+        cell["result_data"] = {}  # the result's text stays
     for name in FITTED_FIELDS:  # nothing longer than the whole limit can stay whole
         if isinstance(cell.get(name), str) and len(cell[name]) > limit:
             cell[name] = _cut(cell[name], limit, why)

@@ -111,7 +111,7 @@ class CellRun:
     def begin(self) -> bool:
         """Send the code to the kernel; False when the kernel is already gone."""
         self.kernel.on_started = self._on_started
-        return self.kernel.execute(self.cell.id, self.cell.code)
+        return self.kernel.execute(self.cell.id, self.cell.code, self.cell.number)
 
     def _on_started(self) -> None:
         if self._interrupt_pending:
@@ -201,9 +201,26 @@ class CellRun:
         if kind == "display" and isinstance(message.get("data"), dict):
             data = fit_bundle(scrub_bundle(clean_data(message["data"])), self.displays.half)
             return [DisplayEvent(data)] if self._keep(self.displays.append(data), now) else []
+        if kind == "result" and isinstance(rich := message.get("data"), dict):
+            self._on_result(rich)
+            return []
         if kind == "done":
             return [self._finish_done(message)]
         return []
+
+    def _on_result(self, data: dict[str, Any]) -> None:
+        """The rich forms of the cell's result, scrubbed and capped as a display is (one
+        over the cap is left out, saying so in the logs; the result's text stays)."""
+        bundle = scrub_bundle(clean_data(data))
+        note = bundle.pop("text/plain", None)  # the kernel's note of a form it dropped
+        size = bundle_size(bundle)
+        if size > self.displays.half:
+            kinds = ", ".join(sorted(bundle))
+            note = f"the result's rich forms ({kinds}, {size} bytes) were left out: over the cap"
+            bundle = {}
+        if note:
+            self.logs.append(f"result: {note}")
+        self.cell.result_data = bundle
 
     def _on_violation(self, why: str) -> list[StreamItem]:
         """The kernel broke the protocol while in this cell: stop the cell (nothing more it
@@ -318,6 +335,8 @@ class CellRun:
         cell = self.cell
         result = message.get("result")
         cell.result = clean_text(result) if isinstance(result, str) else None
+        if cell.result is None:
+            cell.result_data = {}
         error = clean_text(str(message.get("error") or ""))
         if status == "ok":
             cell.status = "ok"

@@ -118,7 +118,7 @@ class CellHistory:
         self.size = size
         if skipped:
             log.warning("%s: skipped %d unreadable line(s)", self.path, skipped)
-        return cells
+        return number_by_position(cells)
 
     def append(self, cell: Cell) -> bool:
         """Write one finished cell now, whole or not at all; True when the file went over its
@@ -213,6 +213,20 @@ def fold(cells: list[Cell], keep_bytes: int) -> list[Cell]:
         ),
     )
     return [note, *kept]
+
+
+def number_by_position(cells: list[Cell]) -> list[Cell]:
+    """Number the cells of records written before cells had numbers: each one after the cell
+    before it (a fold note counts the cells it stands for); ``cells``, numbered in place."""
+    last = 0
+    for cell in cells:
+        if cell.number:
+            last = cell.number
+        elif _folded_count(cell):
+            last += _folded_count(cell)
+        else:
+            cell.number = last = last + 1
+    return cells
 
 
 def _folded_count(cell: Cell) -> int:

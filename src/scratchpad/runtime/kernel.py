@@ -43,7 +43,7 @@ READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20  # bigger pipes: a cell can write 1 MiB without waiting for the parent
 MAX_QUEUED_BYTES = 8 << 20  # output queued but not consumed before reading pauses
 # Frames whose place among the output matters: output written before them is in the pipes.
-ORDERED_AFTER_OUTPUT = frozenset({"done", "progress", "display"})
+ORDERED_AFTER_OUTPUT = frozenset({"done", "progress", "display", "result"})
 CELL_FRAMES = frozenset({"started", *ORDERED_AFTER_OUTPUT})  # carry the id of their cell
 REPLIES = frozenset({"ack", "installed"})  # carry the id of their request
 
@@ -465,11 +465,11 @@ class KernelProcess:
         if not self._unsent:
             self._loop.remove_writer(self._ctrl_w)
 
-    def execute(self, cell_id: str, code: str) -> bool:
-        """Run a cell; from now on the cell frames taken are this cell's (see :meth:`_route`).
-        False when the kernel is gone."""
+    def execute(self, cell_id: str, code: str, number: int = 0) -> bool:
+        """Run a cell (``number``: its number in the pad, for its tracebacks); from now on the
+        cell frames taken are this cell's (see :meth:`_route`). False when the kernel is gone."""
         self.cell, self.started, self._violation = cell_id, None, None
-        return self.send({"type": "execute", "code": code, "id": cell_id})
+        return self.send({"type": "execute", "code": code, "id": cell_id, "number": number})
 
     def request(self, message: dict[str, object]) -> bool:
         """Ask the idle kernel something; only the answer that carries this request's id is

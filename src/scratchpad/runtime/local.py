@@ -92,6 +92,7 @@ class LocalRuntime(ScratchpadRuntime):
             root / "history.jsonl", settings.history_max_bytes, disk=settings.home
         )
         self._loaded = False
+        self._last_number: int | None = None  # the number given last (from the history at first)
         self._by_id: dict[str, Cell] | None = None  # recorded cells, once a submit names one
         self._background: set[asyncio.Task[Cell]] = set()
         self._rewriting = asyncio.Lock()  # a fold of the history, or a re-scrub
@@ -176,6 +177,7 @@ class LocalRuntime(ScratchpadRuntime):
             await self._stop_kernel()
             self.cells = []
             self._history.clear()
+            self._last_number = 0  # the history is gone: numbers start again at 1
             self._notes.clear()
             self._late = {}
             self._deaths_in_a_row = 0
@@ -274,6 +276,7 @@ class LocalRuntime(ScratchpadRuntime):
             description=request.description,
             estimated_time=request.estimated_time,
             id=request.cell_id or new_cell_id(),
+            number=await self._next_number(),
         )
         ticket = self._queue.submit(cell)
         self.watch.queued(cell)
@@ -307,6 +310,16 @@ class LocalRuntime(ScratchpadRuntime):
                 self._finish_in_background(run, ticket)  # keeps the lock until the cell ends
             else:
                 self._release(ticket)
+
+    async def _next_number(self) -> int:
+        """The number of a cell being queued: one more than the last one given or recorded
+        (so numbers go on across kernel and server restarts)."""
+        last = self._last_number
+        if last is None:
+            recorded = max((cell.number for cell in await self.load_cells()), default=0)
+            last = recorded if self._last_number is None else self._last_number  # set meanwhile?
+        self._last_number = last + 1
+        return last + 1
 
     async def _known(self, cell_id: str) -> Cell | None:
         """The cell with this id: awaited when queued or running, else from the history."""

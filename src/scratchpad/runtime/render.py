@@ -1,10 +1,15 @@
-"""Views of a pad's cells shared by every backend: text view, dump, notebook, compaction."""
+"""Views of a pad's cells shared by every backend: text view, dump, notebook, compaction.
+
+Each cell is shown with its own number (``Cell.number``, fixed when it was queued), the same
+in every view; a cell that stands for others (number 0) is shown without one.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from scratchpad.runtime.cell import Cell
+from scratchpad.runtime.cell import CELL_ID, Cell
 
 DUMP_MAX_LINES = 20
 DUMP_MAX_CHARS = 2000
@@ -18,8 +23,9 @@ def compact_cells(cells: list[Cell], keep: int) -> list[Cell]:
         return list(cells)
     older = cells[:-keep]
     lines = [
-        f"#{index} [{cell.status}] {cell.description or _first_line(cell.code)}"
-        for index, cell in enumerate(older, start=1)
+        f"{f'#{cell.number} ' if cell.number else ''}[{cell.status}] "
+        f"{cell.description or _first_line(cell.code)}"
+        for cell in older
     ]
     summary = Cell(
         code=f"# {len(older)} earlier cells, compacted",
@@ -35,13 +41,19 @@ def view(name: str, cells: list[Cell], keep: int) -> str:
     if not cells:
         return f"Pad '{name}' has no cells yet."
     parts = [f"Pad '{name}': {len(cells)} cells"]
-    for index, cell in enumerate(compact_cells(cells, keep)):
-        parts.append(_view_cell(index, cell))
+    for cell in compact_cells(cells, keep):
+        parts.append(_view_cell(cell))
     return "\n\n".join(parts)
 
 
-def _view_cell(index: int, cell: Cell) -> str:
-    title = f"--- [{index}] {cell.description or 'cell'} ({cell.status}, {cell.duration_s:.2f}s)"
+def _label(cell: Cell) -> str:
+    """``[N] `` of a numbered cell; nothing for one that stands for others."""
+    return f"[{cell.number}] " if cell.number else ""
+
+
+def _view_cell(cell: Cell) -> str:
+    what = f"{cell.description or 'cell'} ({cell.status}, {cell.duration_s:.2f}s)"
+    title = f"--- {_label(cell)}{what}"
     lines = [title, _indent(cell.code, ">>> ", "... ")]
     for label, text in (("", cell.stdout), ("[stderr] ", cell.stderr), ("[logs] ", cell.logs)):
         if text:
@@ -60,8 +72,8 @@ def dump(name: str, cells: list[Cell]) -> str:
     parts = [f"# Pad `{name}`"]
     if not cells:
         parts.append("_No cells yet._")
-    for number, cell in enumerate(cells, start=1):
-        heading = f"## [{number}] {cell.description or 'Cell'}"
+    for cell in cells:
+        heading = f"## {_label(cell)}{cell.description or 'Cell'}"
         meta = f"_status: {cell.status} · {cell.duration_s:.2f}s_"
         if cell.estimated_time:
             meta += f" _· estimated {cell.estimated_time}_"
@@ -82,7 +94,13 @@ def dump(name: str, cells: list[Cell]) -> str:
 
 
 def to_ipynb(name: str, cells: list[Cell]) -> dict[str, Any]:
-    """An nbformat-4 notebook (as a dict) with outputs and images, validated by nbformat."""
+    """An nbformat-4 notebook (as a dict) with outputs and images, validated by nbformat.
+
+    Stable between two exports of one pad: each notebook cell's id is its pad cell's id
+    (:func:`notebook_ids`), its ``execution_count`` the cell's number. A cell that raised is
+    tagged ``raises-exception``, so ``nbconvert --execute`` and papermill run on past it as
+    the pad did.
+    """
     import nbformat
     from nbformat import v4
 
@@ -93,27 +111,56 @@ def to_ipynb(name: str, cells: list[Cell]) -> dict[str, Any]:
             "scratchpad": {"pad": name},
         }
     )
-    for count, cell in enumerate(cells, start=1):
+    for cell, cell_id in zip(cells, notebook_ids(cells), strict=True):
+        if not cell.number and not cell.code.strip():  # a note standing for other cells
+            note = f"_{cell.description}_: {cell.stdout.strip()}".strip()
+            notebook.cells.append(v4.new_markdown_cell(source=note, id=cell_id))
+            continue
+        metadata: dict[str, Any] = {
+            "scratchpad": {
+                "id": cell.id,
+                "number": cell.number,
+                "status": cell.status,
+                "description": cell.description,
+                "duration_s": cell.duration_s,
+            }
+        }
+        if cell.error:
+            metadata["tags"] = ["raises-exception"]
+        count = cell.number or None
         notebook.cells.append(
             v4.new_code_cell(
                 source=cell.code,
+                id=cell_id,
                 execution_count=count,
                 outputs=_nb_outputs(cell, count),
-                metadata={
-                    "scratchpad": {
-                        "id": cell.id,
-                        "status": cell.status,
-                        "description": cell.description,
-                        "duration_s": cell.duration_s,
-                    }
-                },
+                metadata=metadata,
             )
         )
     nbformat.validate(notebook)
     return dict(notebook)
 
 
-def _nb_outputs(cell: Cell, count: int) -> list[Any]:
+def notebook_ids(cells: list[Cell]) -> list[str]:
+    """An nbformat cell id for each cell (1-64 of ``[A-Za-z0-9_-]``, unique in the notebook),
+    derived from the cell's own id, so two exports of a pad agree: the id itself when it is
+    one already, else a digest of it; a repeat gets ``-2``, ``-3``, ..."""
+    taken: set[str] = set()
+    ids = []
+    for cell in cells:
+        base = cell.id
+        if not CELL_ID.fullmatch(base):
+            base = hashlib.sha256(cell.id.encode("utf-8", "replace")).hexdigest()[:16]
+        chosen, extra = base, 1
+        while chosen in taken:
+            extra += 1
+            chosen = f"{base[: 60 - len(str(extra))]}-{extra}"
+        taken.add(chosen)
+        ids.append(chosen)
+    return ids
+
+
+def _nb_outputs(cell: Cell, count: int | None) -> list[Any]:
     from nbformat import v4
 
     outputs: list[Any] = []
@@ -122,9 +169,8 @@ def _nb_outputs(cell: Cell, count: int) -> list[Any]:
             outputs.append(v4.new_output("stream", name=stream, text=text))
     outputs.extend(v4.new_output("display_data", data=bundle) for bundle in cell.outputs)
     if cell.result is not None:
-        outputs.append(
-            v4.new_output("execute_result", data={"text/plain": cell.result}, execution_count=count)
-        )
+        data = {**cell.result_data, "text/plain": cell.result}
+        outputs.append(v4.new_output("execute_result", data=data, execution_count=count))
     if cell.error:
         ename, _, evalue = last_error_line(cell.error).partition(":")
         outputs.append(

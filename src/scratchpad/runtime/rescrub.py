@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from scratchpad.config import Settings
 from scratchpad.runtime.cell import CELL_FIELDS, Cell
@@ -97,8 +98,11 @@ def scrub_cell(scrub: Scrubber, cell: Cell) -> bool:
     changed = False
     for name in CELL_FIELDS:
         value = getattr(cell, name)
+        cleaned: Any
         if name == "outputs":
             cleaned = [scrub_bundle(bundle, scrub) for bundle in value]
+        elif name == "result_data":
+            cleaned = scrub_bundle(value, scrub) if value else value
         elif isinstance(value, str | list | dict):
             cleaned = scrub.scrub_data(value)
         else:

@@ -167,9 +167,11 @@ class RunningCell:
 
 
 def brief(cell: Cell) -> dict[str, Any]:
-    """``{id, code, description}`` of a cell not recorded yet, scrubbed and cut to size."""
+    """``{id, number, code, description}`` of a cell not recorded yet, scrubbed and cut to
+    size."""
     return {
         "id": cell.id,
+        "number": cell.number,
         "code": cut_middle(scrub(cell.code), CODE_CHARS),
         "description": cut_middle(scrub(cell.description), CODE_CHARS),
     }
@@ -229,7 +231,8 @@ class PadWatch:
         now = self.last_activity = time.time()
         self.running = RunningCell(cell, now)
         if self._subscribers:
-            self._publish({"type": "started", "id": cell.id, "started_at": now}, 0)
+            event = {"type": "started", "id": cell.id, "number": cell.number, "started_at": now}
+            self._publish(event, 0)
 
     def seen(self, items: list[StreamItem]) -> list[StreamItem]:
         """Stream items of the running cell (the Cell among them is published once it is

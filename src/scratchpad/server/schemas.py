@@ -75,6 +75,15 @@ class Cell(BaseModel):
         description="Rich outputs: mime bundles such as {'image/png': <base64>, 'text/plain': ...}."
     )
     duration_s: float
+    number: int = Field(
+        description="The cell's number in its pad (1-based, fixed when it was queued; the same in "
+        "view, dump, a notebook's execution_count and its tracebacks' <cell N>). 0: a cell "
+        "that stands for others (a note of folded history)."
+    )
+    result_data: dict[str, Any] = Field(
+        description="The rich forms of the result (a mime bundle without text/plain, which is "
+        "`result`), e.g. a DataFrame's {'text/html': ...}; {} when it has none."
+    )
 
 
 class ProgressFrame(BaseModel):

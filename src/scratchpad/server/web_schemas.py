@@ -45,6 +45,7 @@ class CellBrief(BaseModel):
     tail)."""
 
     id: str
+    number: int = Field(description="The cell's number in its pad (1-based, fixed when queued).")
     code: str
     description: str
 
@@ -82,6 +83,7 @@ class FeedStarted(BaseModel):
 
     type: Literal["started"]
     id: str
+    number: int = Field(description="The cell's number in its pad (1-based).")
     started_at: float
 
 

@@ -14,7 +14,7 @@ count is exact) and turns a display that does not fit into a note.
 
 Messages, parent → kernel::
 
-    {"type": "execute", "code": str, "id": str}
+    {"type": "execute", "code": str, "id": str, "number": int}   number: the cell's in its pad
     {"type": "set_env", "env": {name: str | None}, "id": str}   None removes the variable
     {"type": "refresh_imports", "id": str}  after packages were installed into the venv
     {"type": "which_installed", "names": [str], "id": str}
@@ -28,6 +28,7 @@ kernel → parent (``id``: the cell's, or the request's)::
     {"type": "heartbeat"}                   every few seconds while a cell runs (own thread)
     {"type": "progress", "id": str, "message": str}
     {"type": "display", "id": str, "data": {mime: data}}
+    {"type": "result", "id": str, "data": {mime: data}}   rich forms of the result (before done)
     {"type": "done", "id": str, "status": "ok"|"error"|"interrupted", "result": str|None,
      "error": str|None}
     {"type": "installed", "id": str, "names": [str]}

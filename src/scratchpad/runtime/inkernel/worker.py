@@ -59,6 +59,11 @@ BRIDGE_FUNCTIONS = ("get_llm", "agentic_loop", "web_search")
 CO_COROUTINE = 0x80
 RESULT_CAP = 100_000
 ERROR_CAP = 100_000  # characters of a cell's traceback
+# Jupyter's rich-repr methods: a result whose type has one gets a "result" frame of its forms.
+RICH_REPRS = (
+    "_repr_mimebundle_", "_repr_html_", "_repr_markdown_", "_repr_latex_", "_repr_json_",
+    "_repr_svg_", "_repr_png_", "_repr_jpeg_",
+)  # fmt: skip
 MESSAGE_CAP = 4_000  # characters of one progress() message
 DEFAULT_HEARTBEAT_S = 2.0
 ASYNC_SIGNALS = {
@@ -159,17 +164,34 @@ class Kernel:
         for obj in objects:
             self.show(_scratchpad_helpers.mime_bundle(obj))
 
-    def show(self, bundle: dict[str, Any]) -> None:
-        """Send one mime bundle; one too big for a frame becomes a note saying so."""
+    def show(self, bundle: dict[str, Any], kind: str = "display") -> None:
+        """Send one mime bundle (a display, or the rich forms of a ``result``); one too big
+        for a frame becomes a note saying so."""
         try:
-            frame = protocol.encode_bounded({"type": "display", "id": self.cell_id, "data": bundle})
+            frame = protocol.encode_bounded({"type": kind, "id": self.cell_id, "data": bundle})
         except protocol.FrameTooBig as exc:
-            kinds = ", ".join(sorted(str(kind) for kind in bundle))
-            note = f"[a display ({kinds}) was dropped: as a frame it takes {exc}]"
+            kinds = ", ".join(sorted(str(mime) for mime in bundle))
+            note = f"[a {kind} ({kinds}) was dropped: as a frame it takes {exc}]"
             frame = protocol.encode_bounded(
-                {"type": "display", "id": self.cell_id, "data": {"text/plain": note}}
+                {"type": kind, "id": self.cell_id, "data": {"text/plain": note}}
             )
         self.write(frame)
+
+    def show_result(self, value: object) -> None:
+        """Send the rich forms of the cell's result (a DataFrame's text/html, ...), when its
+        type has any; the helpers load only then."""
+        try:
+            rich = not isinstance(value, type) and any(hasattr(value, n) for n in RICH_REPRS)
+        except Exception:
+            return
+        if not rich:
+            return
+        import _scratchpad_helpers
+
+        bundle = _scratchpad_helpers.mime_bundle(value)
+        bundle.pop("text/plain", None)  # the result's text travels in "done"
+        if bundle:
+            self.show(bundle, "result")
 
     def sample(self, value: object, mode: str = "preview") -> None:
         """Print a type-aware view of a value: ``preview`` (short) or ``full`` (longer)."""
@@ -214,7 +236,12 @@ class Kernel:
             kind = message.get("type")
             request = message.get("id")
             if kind == "execute":
-                self.execute(str(message.get("code", "")), str(request or ""))
+                number = message.get("number")
+                self.execute(
+                    str(message.get("code", "")),
+                    str(request or ""),
+                    number if type(number) is int and number > 0 else 0,
+                )
             elif kind == "which_installed":
                 names = which_installed(message.get("names"))
                 self.send({"type": "installed", "id": request, "names": names})
@@ -227,11 +254,11 @@ class Kernel:
             elif kind == "sync":  # the parent lost track of our frames: this one it knows
                 self.send({"type": "synced", "nonce": str(message.get("nonce", ""))})
 
-    def execute(self, code: str, cell_id: str) -> None:
+    def execute(self, code: str, cell_id: str, number: int = 0) -> None:
         self.busy = True
         self.cell_id = cell_id
         try:
-            reply = self.run_cell(code, cell_id)
+            reply = self.run_cell(code, cell_id, number)
         except KeyboardInterrupt:  # landed in our own bookkeeping
             reply = {
                 "type": "done",
@@ -244,9 +271,11 @@ class Kernel:
         self.busy = False
         self.send(reply)
 
-    def run_cell(self, code: str, cell_id: str) -> dict[str, object]:
+    def run_cell(self, code: str, cell_id: str, number: int = 0) -> dict[str, object]:
+        """Run one cell; its tracebacks name it ``<cell N>`` with the pad's number for it
+        (without one, this kernel's count)."""
         self.count += 1
-        filename = f"<cell {self.count}>"
+        filename = f"<cell {number or self.count}>"
         status, result, error = "ok", None, None
         try:
             self.interrupted = self.deferred_interrupt = False
@@ -260,6 +289,7 @@ class Kernel:
                 if value is not None:
                     self.namespace["_"] = value
                     result = format_result(value)
+                    self.show_result(value)
         except BaseException as exc:
             interrupted = isinstance(exc, KeyboardInterrupt) and self.interrupted
             status = "interrupted" if interrupted else "error"

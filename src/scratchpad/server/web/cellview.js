@@ -47,6 +47,7 @@ export class CellView {
     this.timer = null;
     this.state = "queued";
     this.badge = h("span", { class: "badge" });
+    this.number = h("span", { class: "cell-number" });
     this.description = h("span", { class: "description" });
     this.clock = h("span", { class: "duration", "aria-live": "off" });
     this.cancelButton = h("button", { type: "button", class: "small", onclick: () => this.cancel() }, "Cancel");
@@ -56,12 +57,18 @@ export class CellView {
     this.element = h(
       "article",
       { class: "cell", "data-id": cell.id, "aria-label": "cell" },
-      h("header", { class: "cell-head" }, this.badge, this.description, this.clock, this.cancelButton, this.status),
+      h("header", { class: "cell-head" }, this.number, this.badge, this.description, this.clock, this.cancelButton, this.status),
       h("pre", { class: "code" }, this.code),
       this.body,
     );
     this.setCode(cell.code || "", cell.description || "");
+    this.setNumber(cell.number);
     this.queued();
+  }
+
+  /** `[N]`: the cell's number in its pad, as view, dump and the notebook show it. */
+  setNumber(number) {
+    if (number) this.number.textContent = `[${number}]`;
   }
 
   setCode(code, description) {
@@ -142,6 +149,7 @@ export class CellView {
     this.finished = key;
     clearInterval(this.timer);
     this.setCode(cell.code, cell.description);
+    this.setNumber(cell.number);
     this.setState("done", cell.status || "ok");
     this.element.dataset.status = cell.status || "ok";
     this.clock.textContent = duration(cell.duration_s);

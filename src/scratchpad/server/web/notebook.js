@@ -141,7 +141,7 @@ class Notebook {
       case "queued":
         return void this.view(frame.cell);
       case "started":
-        return this.view({ id }).start(frame.started_at);
+        return this.view({ id, number: frame.number }).start(frame.started_at);
       case "output":
         return this.views.get(id)?.output(frame.stream, frame.text);
       case "display":
@@ -168,6 +168,7 @@ class Notebook {
     } else if (cell.code) {
       view.setCode(cell.code, cell.description);
     }
+    view.setNumber(cell.number);
     return view;
   }
 
