@@ -411,6 +411,11 @@ async def test_a_rich_result_carries_its_mime_bundle(pad: ScratchpadRuntime) -> 
     assert cell.result == "Table(1)"
     assert cell.result_data == {"text/html": "<table><tr><td>1</td></tr></table>"}
     assert (await pad.execute("41 + 1")).result_data == {}
+    broken = await pad.execute(
+        "class Odd:\n    def _repr_mimebundle_(self):\n        return ({'a': 1}, {}), 2\n"
+        "    def __repr__(self):\n        return 'Odd()'\nOdd()"
+    )
+    assert (broken.status, broken.result, broken.result_data) == ("ok", "Odd()", {})
     await pad.load_cells()
     (result,) = pad.to_ipynb()["cells"][0]["outputs"]
     assert result["data"]["text/html"] == cell.result_data["text/html"]

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from scratchpad.config import Settings
 from scratchpad.runtime.base import ScratchpadRuntime
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.scrub import register
 
 
 async def sample_of(pad: ScratchpadRuntime, setup: str, mode: str = "preview") -> str:
@@ -72,3 +77,34 @@ async def test_display_of_a_dataframe_has_html(pad: ScratchpadRuntime) -> None:
     assert cell.status == "ok", cell.error
     assert "<table" in cell.outputs[0]["text/html"]
     assert "text/plain" in cell.outputs[0]
+
+
+async def test_a_dataframe_result_carries_html_scrubbed_into_the_notebook(
+    pad: ScratchpadRuntime,
+) -> None:
+    pytest.importorskip("pandas")
+    register([("hunter2-long-pw", "DS_DB__PASSWORD")])
+    cell = await pad.execute(
+        "import pandas as pd\npd.DataFrame({'a': [1], 'b': ['hunter2-long-pw']})"
+    )
+    assert cell.status == "ok", cell.error
+    html = cell.result_data["text/html"]
+    assert "<table" in html and "[DS_DB__PASSWORD]" in html and "hunter2" not in html
+    assert "text/plain" not in cell.result_data and "[DS_DB__PASSWORD]" in (cell.result or "")
+    (result,) = pad.to_ipynb()["cells"][-1]["outputs"]
+    assert result["output_type"] == "execute_result"
+    assert result["data"] == {"text/html": html, "text/plain": cell.result}
+
+
+async def test_a_result_too_big_for_the_display_cap_keeps_its_text_and_says_so(
+    workspace: Path, settings: Settings
+) -> None:
+    small = settings.model_copy(update={"display_cap_bytes": 64 * 1024})
+    async with ScratchpadManager(workspace=workspace, settings=small) as manager:
+        pad = await manager.get_or_create("capped")
+        cell = await pad.execute(
+            "class Big:\n    def _repr_html_(self):\n        return '<p>' + 'x' * 100_000\n"
+            "    def __repr__(self):\n        return 'Big()'\nBig()"
+        )
+    assert cell.result == "Big()" and cell.result_data == {}
+    assert "result: the result's rich forms (text/html, 100003 bytes) were left out" in cell.logs

@@ -188,10 +188,13 @@ class Kernel:
             return
         import _scratchpad_helpers
 
-        bundle = _scratchpad_helpers.mime_bundle(value)
-        bundle.pop("text/plain", None)  # the result's text travels in "done"
-        if bundle:
-            self.show(bundle, "result")
+        try:
+            bundle = _scratchpad_helpers.mime_bundle(value)
+            bundle.pop("text/plain", None)  # the result's text travels in "done"
+            if bundle:
+                self.show(bundle, "result")
+        except Exception:  # a broken rich repr leaves the result its text; the cell is ok
+            return
 
     def sample(self, value: object, mode: str = "preview") -> None:
         """Print a type-aware view of a value: ``preview`` (short) or ``full`` (longer)."""
