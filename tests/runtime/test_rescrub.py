@@ -138,3 +138,14 @@ def test_rescrub_home_without_a_manager(tmp_path: Path) -> None:
     assert (report.files_checked, report.files_changed) == (1, 1)
     assert not (home / "observations.db").exists()  # nothing is created
     assert SECRET not in CellHistory(history, 1 << 20).load()[0].stdout
+
+
+def test_a_results_rich_forms_are_scrubbed_again(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    html = f"<td>{SECRET}</td>"
+    history = stopped_pad(home, "p", Cell(code="df", result="df", result_data={"text/html": html}))
+    scrubber().add(SECRET, NAME)
+    rescrub_home(Settings.load(home=home))
+    assert leaks(home, SECRET) == []
+    (cell,) = CellHistory(history, 1 << 20).load()
+    assert cell.result_data == {"text/html": f"<td>{LABEL}</td>"} and cell.number == 1
