@@ -51,10 +51,14 @@ ERROR_TEXTS = {
     "again), a form has ended, or a path is a directory where a file is needed (or the reverse).",
     413: "The request body is over the limit (SCRATCHPAD_MAX_REQUEST_BYTES; an upload: "
     "SCRATCHPAD_MAX_UPLOAD_BYTES).",
+    416: "The byte range asked for starts past the end (`Content-Range: bytes */<size>` says "
+    "the size).",
     422: "The body or a parameter is not of the documented shape (the message names it).",
     500: "The server could not do it (the message, or the server log, says why).",
     502: "A language-model provider failed.",
-    503: "The server is not set up for this: the message says what to configure. Testing "
+    503: "The server is not set up for this: the message says what to configure or fix. A "
+    "pad that cannot be brought up here (its virtualenv, kernel or sandbox: "
+    "VenvError, KernelStartError, SandboxError) answers it too. Testing "
     "credentials needs a model: SCRATCHPAD_PROBE_MODEL (else SCRATCHPAD_MODEL) as "
     "'provider:model', and that provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY) in the "
     "server's environment; restart it after.",
@@ -246,9 +250,10 @@ def document(app: FastAPI) -> dict[str, Any]:
     components["securitySchemes"] = {**SECURITY_SCHEMES, "signed": SIGNED_SCHEME}
     doc["security"] = [{name: []} for name in SECURITY_SCHEMES]  # either one
     for path in SIGNABLE:  # downloads: a signed URL too
-        operation = doc["paths"].get(path, {}).get("get")
-        if operation is not None:
-            operation["security"] = [{name: []} for name in (*SECURITY_SCHEMES, "signed")]
+        for method in ("get", "head"):
+            operation = doc["paths"].get(path, {}).get(method)
+            if operation is not None:
+                operation["security"] = [{name: []} for name in (*SECURITY_SCHEMES, "signed")]
     return doc
 
 

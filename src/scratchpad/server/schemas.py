@@ -53,7 +53,7 @@ class ErrorBody(BaseModel):
     error: str = Field(description="What went wrong and what to do (secrets scrubbed).")
     type: str = Field(
         description="The error class (InvalidInputError, PadNotFoundError, ...) or an HTTP-level "
-        "refusal (Unauthorized, NotFound, MethodNotAllowed, InternalError)."
+        "refusal (NotFound, MethodNotAllowed, InternalError)."
     )
 
 
