@@ -63,6 +63,8 @@ from scratchpad.server.schemas import (
     EXECUTE_FRAMES,
     CancelAnswer,
     Cell,
+    CellId,
+    CellIdPath,
     InstallAnswer,
     Notebook,
     Ok,
@@ -107,7 +109,7 @@ class StartRequest(PadRequest):
 
 
 class CancelRequest(PadRequest):
-    id: str | None = None  # our extension: cancel this cell (queued or running)
+    id: CellId | None = None  # our extension: cancel this cell (queued or running)
 
 
 class InstallRequest(PadRequest):
@@ -124,7 +126,7 @@ class ExecuteRequest(PadRequest):
     # know). id: names the cell (a repeated id gives the known cell, never a second run).
     # timeout_s: a hard limit. on_disconnect: what a client that goes away mid-cell wants.
     stream_output: bool = False
-    id: str | None = None
+    id: CellId | None = None
     timeout_s: float | None = Field(None, strict=True)
     on_disconnect: Literal["interrupt", "continue"] = "interrupt"
 
@@ -378,7 +380,7 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         return await _json(lambda: {"name": name, "cells": [cell.to_dict() for cell in cells]})
 
     @app.get("/v1/pads/{name}/cells/{cell_id}", **answers(Cell, 400, 404))
-    async def pad_cell(name: PadPath, cell_id: str) -> Response:
+    async def pad_cell(name: PadPath, cell_id: CellIdPath) -> Response:
         name = segment_name(name)
         cells = await manager.peek(name).load_cells()
         for cell in reversed(cells):
