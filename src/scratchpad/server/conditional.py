@@ -174,9 +174,12 @@ def _date(value: str | None) -> int | None:
         return None
 
 
-def documented(media: dict[str, Any]) -> dict[int | str, dict[str, Any]]:
+def documented(
+    media: dict[str, Any], headers: dict[str, Any] | None = None
+) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI answers a conditional download adds to its 200 (``media``: its content):
-    206, 304 and 416, with the headers each carries."""
+    206 and 304, with the headers each carries (``headers``: more of them)."""
+    validators = {**VALIDATOR_HEADERS, **(headers or {})}
     ranges = {
         "content-range": {
             "description": "The bytes sent and the whole size: `bytes first-last/size`.",
@@ -188,12 +191,12 @@ def documented(media: dict[str, Any]) -> dict[int | str, dict[str, Any]]:
             "description": "One byte range of it (`Range: bytes=first-last`, `first-` or "
             "`-count`; several ranges at once get the whole file).",
             "content": media,
-            "headers": {**VALIDATOR_HEADERS, **ranges},
+            "headers": {**validators, **ranges},
         },
         304: {
             "description": "Not modified: the client's copy (`If-None-Match`, else "
             "`If-Modified-Since`) is current.",
-            "headers": VALIDATOR_HEADERS,
+            "headers": validators,
         },
     }
 

@@ -105,12 +105,7 @@ DOWNLOAD = answers(
         **LAST_MODIFIED,
     },
 )
-DOWNLOAD["responses"].update(documented(DOWNLOAD["responses"][200]["content"]))
-for _answer in (206, 304):
-    DOWNLOAD["responses"][_answer]["headers"] = {
-        **DOWNLOAD["responses"][_answer]["headers"],
-        **LAST_MODIFIED,
-    }
+DOWNLOAD["responses"].update(documented(DOWNLOAD["responses"][200]["content"], LAST_MODIFIED))
 UPLOAD = {
     **answers(
         FileWritten,
