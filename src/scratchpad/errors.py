@@ -9,6 +9,9 @@ always as a subclass of ScratchpadError whose message says what to do::
     ├── InvalidInputError        a caller passed a bad argument (name, code, package spec, ...)
     │   └── InvalidPadNameError  a pad name does not match the allowed pattern
     ├── PadNotFoundError         no pad with that name exists
+    ├── AccessError              a server refused the request's credentials
+    │   ├── UnauthorizedError    no key, a wrong key, no live browser session (401)
+    │   └── ForbiddenError       known credentials that may not do this (403)
     ├── LLMError                 a language-model call failed
     │   ├── LLMAuthError             the API key is missing or was refused
     │   ├── LLMRateLimitError        the provider is rate-limiting (retried within a budget)
@@ -43,7 +46,13 @@ always as a subclass of ScratchpadError whose message says what to do::
         └── ReplyError           a model's reply to an agent step is not the JSON asked for
 
 Over HTTP an error travels as ``{"error": message, "type": class name}`` with the status of
-:data:`HTTP_STATUS`; :func:`error_from_http` turns it back into the same class on the client.
+:data:`HTTP_STATUS`; :func:`error_from_http` turns it back into the same class on the client
+(by its name; by the status alone from a server that sends none). The status says whose move
+it is: 4xx the request's (400 bad input, 401/403 credentials, 404 nothing there, 409 a state
+that changed, 413 too large), 502 a model provider's, 503 the server's setup (no model
+configured; a pad's virtualenv, kernel or sandbox cannot be brought up here: its Python, its
+disk's permissions, its resources — nothing is wrong with the request, and it works once the
+message's remedy is applied), 507 a full disk, and 500 only what nobody foresaw.
 """
 
 from __future__ import annotations
@@ -78,6 +87,19 @@ class PadNotFoundError(ScratchpadError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return str(self.args[0]) if self.args else "pad not found"
+
+
+class AccessError(ScratchpadError):
+    """A server refused the credentials a request came with (or their lack)."""
+
+
+class UnauthorizedError(AccessError):
+    """No key, a wrong key, or no live browser session: send the server's key."""
+
+
+class ForbiddenError(AccessError):
+    """The credentials are known but may not do this (a browser session from another site,
+    a form's session outside its form, a Host that is not the server's)."""
 
 
 class LLMError(ScratchpadError):
@@ -240,6 +262,9 @@ class ReplyError(AgentError, ValueError):
 
 HTTP_STATUS: dict[type[ScratchpadError], int] = {
     InvalidInputError: 400,
+    UnauthorizedError: 401,
+    ForbiddenError: 403,
+    AccessError: 403,
     PadNotFoundError: 404,
     VaultNotFoundError: 404,
     SubmissionNotFoundError: 404,
@@ -254,11 +279,26 @@ HTTP_STATUS: dict[type[ScratchpadError], int] = {
     PadLimitError: 507,
     AgentLockedError: 409,
     DiskFullError: 507,
+    KernelStartError: 503,
+    VenvError: 503,
+    SandboxError: 503,
     ModelNotConfiguredError: 503,
     LLMError: 502,
     ScratchpadError: 500,
 }
 """The HTTP status of each error class (the closest ancestor listed decides)."""
+
+BY_STATUS: dict[int, type[ScratchpadError]] = {
+    400: InvalidInputError,
+    401: UnauthorizedError,
+    403: ForbiddenError,
+    404: PadNotFoundError,
+    409: PadClosedError,
+    413: FileTooLargeError,
+    507: DiskFullError,
+}
+"""The class of an error answer without a class name (a proxy's, another implementation's);
+any other status is a :class:`PadError`."""
 
 
 def http_status(exc: ScratchpadError) -> int:
@@ -283,6 +323,5 @@ def error_from_http(status: int, type_name: str | None, message: str) -> Scratch
     """The error a server answered (its class by name, else by status), for a client."""
     cls = error_classes().get(type_name or "")
     if cls is None:
-        by_status = {code: kind for kind, code in HTTP_STATUS.items() if kind is not LLMError}
-        cls = by_status.get(status, PadError)
+        cls = BY_STATUS.get(status, PadError)
     return cls(message)

@@ -20,15 +20,14 @@ from scratchpad.memory import (
     ToolsConfig,
     agent_status,
     default_state,
-    diff,
-    dump_state,
     init_agent,
     load_state,
     read_records,
     toolbox,
 )
 from scratchpad.memory.layout import AgentPaths
-from scratchpad.memory.snapshots import cycle_key
+from scratchpad.memory.snapshots import cycle_key, diff
+from scratchpad.memory.state import dump_state
 from scratchpad.observations import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.scrub import register

@@ -8,20 +8,11 @@ from pathlib import Path
 import pytest
 
 from scratchpad.errors import AgentError, AgentLockedError, AgentStateError
-from scratchpad.memory import (
-    AgentConfig,
-    ToolsConfig,
-    agent_status,
-    cycle_history,
-    diff,
-    load_state,
-    reset,
-    restore,
-)
+from scratchpad.memory import AgentConfig, ToolsConfig, agent_status, cycle_history, load_state
 from scratchpad.memory.journal import CycleRecord, append_record, read_records
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.lock import agent_lock
-from scratchpad.memory.snapshots import cycle_key, prune
+from scratchpad.memory.snapshots import cycle_key, diff, prune, reset, restore
 from tests.memory.helpers import fixed_clock, make_agent, reply
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, 0, tzinfo=dt.UTC)

@@ -10,15 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scratchpad.errors import AgentStateError
-from scratchpad.memory import (
+from scratchpad.memory import default_state, load_state, save_state
+from scratchpad.memory.state import (
     DEFAULT_STATE,
-    default_state,
+    clear_stale_temps,
     dump_state,
-    load_state,
     parse_state,
-    save_state,
+    read_state,
 )
-from scratchpad.memory.state import clear_stale_temps, read_state
 
 
 def test_missing_file_loads_the_default_state(tmp_path: Path) -> None:

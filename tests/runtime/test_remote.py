@@ -11,7 +11,13 @@ import httpx
 import pytest
 
 from scratchpad.config import Settings
-from scratchpad.errors import ConfigError, InvalidInputError, PadError, PadNotFoundError
+from scratchpad.errors import (
+    ConfigError,
+    InvalidInputError,
+    PadError,
+    PadNotFoundError,
+    UnauthorizedError,
+)
 from scratchpad.runtime.cell import Cell, ProgressEvent
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
@@ -49,7 +55,7 @@ async def test_a_server_that_goes_away_gives_a_clear_cell(tmp_path: Path) -> Non
 async def test_a_wrong_key_is_a_clear_error(tmp_path: Path) -> None:
     with running_server(tmp_path / "home", tmp_path, KEY) as (url, _):
         pad = RemoteRuntime("p", url=url, api_key="wrong")
-        with pytest.raises(ConfigError, match="SCRATCHPAD_REMOTE_API_KEY"):
+        with pytest.raises(UnauthorizedError, match="SCRATCHPAD_REMOTE_API_KEY"):
             await pad.start()
 
 

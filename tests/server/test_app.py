@@ -299,8 +299,8 @@ async def test_unknown_routes_and_methods_answer_in_the_documented_shape(
     [
         ("GET", "/scratchpad/start", "POST"),
         ("DELETE", "/v1/pads", "GET"),
-        ("PATCH", "/v1/pads/p/files/a.txt", "DELETE, GET, PUT"),  # three routes, one path
-        ("PATCH", "/v1/pads/a%2Fb/files/x/y.txt", "DELETE, GET, PUT"),
+        ("PATCH", "/v1/pads/p/files/a.txt", "DELETE, GET, HEAD, PUT"),  # four routes, one path
+        ("PATCH", "/v1/pads/a%2Fb/files/x/y.txt", "DELETE, GET, HEAD, PUT"),
         ("POST", "/static/app.js", "GET, HEAD"),  # the static files' own 405
         ("POST", "/", "GET"),
     ],
@@ -469,7 +469,7 @@ async def test_every_error_answer_names_its_kind(client: httpx.AsyncClient) -> N
     assert (await client.get("/nowhere")).json()["type"] == "NotFound"
     assert (await client.delete("/v1/pads")).json()["type"] == "MethodNotAllowed"
     refused = await client.get("/v1/pads", headers={"Authorization": "Bearer no"})
-    assert refused.json()["type"] == "Unauthorized"
+    assert refused.json()["type"] == "UnauthorizedError"
     broken = await client.post("/scratchpad/start", content=b"{nope", headers=JSON)
     assert broken.json()["type"] == "InvalidInputError"
     assert "the body is not valid JSON" in broken.json()["error"]

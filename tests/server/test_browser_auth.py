@@ -127,7 +127,7 @@ async def test_a_token_works_once_and_an_expired_one_not_at_all(
         assert "used already, it expired" in page.text and "scratchpad login" in page.text
         assert "<script" not in page.text
         again = await redeem(client, used)
-        assert again.status_code == 401 and again.json()["type"] == "Unauthorized"
+        assert again.status_code == 401 and again.json()["type"] == "UnauthorizedError"
         assert "scratchpad login" in again.json()["error"]
 
 
@@ -156,7 +156,7 @@ async def test_session_state_changes_need_the_servers_own_origin(
     for origin in ("http://evil.example", "http://127.0.0.1:9999", "null", BASE + ".evil.com"):
         foreign = await client.post("/v1/login-links", headers={**session, "Origin": origin})
         assert foreign.status_code == 403, origin
-        assert foreign.json()["type"] == "Forbidden"
+        assert foreign.json()["type"] == "ForbiddenError"
         assert "only the server's own pages" in foreign.json()["error"]
     missing = await client.post("/v1/login-links", headers=session)
     assert missing.status_code == 403 and "without an Origin" in missing.json()["error"]
@@ -235,7 +235,7 @@ async def test_a_form_session_reaches_its_form_and_nothing_else(
         assert refused.json() == {
             "error": "this browser session may only fill in form 'f1'; open the login link "
             "printed by `scratchpad serve` for the rest",
-            "type": "Forbidden",
+            "type": "ForbiddenError",
         }
 
 
@@ -261,7 +261,7 @@ async def test_pages_are_code_anyone_may_load_and_data_needs_a_session(
     foreign = await client.get("/", headers={"Host": "attacker.example:8765"})
     assert foreign.status_code == 403  # DNS rebinding: pages too
     api = await client.get("/v1/pads")
-    assert api.status_code == 401 and api.json()["type"] == "Unauthorized"
+    assert api.status_code == 401 and api.json()["type"] == "UnauthorizedError"
     assert api.headers["www-authenticate"] == 'Bearer realm="scratchpad"'
     stale = await client.get("/v1/pads", headers={HEADER: "not-a-session"})
     assert stale.status_code == 401

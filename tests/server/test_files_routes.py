@@ -171,9 +171,10 @@ async def test_pad_names_with_a_slash(client: httpx.AsyncClient, workspace: Path
 
 
 async def test_unknown_pads_answer_404(client: httpx.AsyncClient, workspace: Path) -> None:
-    for method in ("GET", "PUT", "DELETE"):
+    for method in ("GET", "DELETE"):  # a PUT makes the pad (tests/server/test_downloads.py)
         answer = await client.request(method, "/v1/pads/nobody/files/x.txt")
         assert answer.status_code == 404 and answer.json()["type"] == "PadNotFoundError"
+    assert (await client.head("/v1/pads/nobody/files/x.txt")).status_code == 404
     assert not (workspace / "x.txt").exists()
 
 

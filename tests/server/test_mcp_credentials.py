@@ -23,9 +23,10 @@ from mcp.client.streamable_http import streamable_http_client
 from starlette.requests import Request
 
 from scratchpad.config import Settings
+from scratchpad.errors import ForbiddenError
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.app import create_app
-from scratchpad.server.forms_routes import OutOfScope, check_scope
+from scratchpad.server.forms_routes import check_scope
 from tests.connect.services import TOKEN, bearer_service, http_form
 from tests.connect.test_over_http_and_cli import FAILURE, SUCCESS, script, sse
 from tests.server_helpers import running_server
@@ -326,7 +327,7 @@ async def test_a_one_form_session_reaches_only_its_form(
                      "other submit": 403, "no form id": 403, "other submission": 403,
                      "saved test": 403, "full access": 200}  # fmt: skip
     refusal = answers["other form"].json()
-    assert refusal["type"] == "Forbidden" and mine in refusal["error"]
+    assert refusal["type"] == "ForbiddenError" and mine in refusal["error"]
     assert sse(own.text)[-1][1]["response"]["status"] == "failed"  # the stored spec was used
 
 
@@ -337,5 +338,5 @@ def test_check_scope_without_a_scope_is_full_access_and_with_one_only_its_form()
     check_scope(request(), "fm_any")  # the attribute missing: the bearer key, full access
     check_scope(request(auth="key"), "fm_any")
     check_scope(request(auth="form:fm_a"), "fm_a")
-    with pytest.raises(OutOfScope, match="only fill in form 'fm_a'"):
+    with pytest.raises(ForbiddenError, match="only fill in form 'fm_a'"):
         check_scope(request(auth="form:fm_a"), "fm_b")

@@ -19,6 +19,8 @@ Subscriber = Callable[["SessionEvent"], None]
 
 @dataclass(frozen=True, slots=True)
 class SessionEvent:
+    """One thing that happened in a session (``kind``: round, tool call, reply, ...)."""
+
     kind: str
     data: dict[str, Any] = field(default_factory=dict)
 

@@ -18,13 +18,4 @@ if TYPE_CHECKING:
     from scratchpad.connect.submissions import Submission as Submission
     from scratchpad.connect.submissions import Submissions as Submissions
 
-_CREDENTIALS = "scratchpad.connect.credentials"
-_EXPORTS = {
-    "run_probe": _CREDENTIALS,
-    "saved_submission": _CREDENTIALS,
-    "stage": _CREDENTIALS,
-    "Submission": "scratchpad.connect.submissions",
-    "Submissions": "scratchpad.connect.submissions",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = lazy_exports(__name__, __file__, globals())

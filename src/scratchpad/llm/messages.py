@@ -15,6 +15,8 @@ Role = Literal["user", "assistant"]
 
 @dataclass(frozen=True, slots=True)
 class TextBlock:
+    """Text in a message."""
+
     text: str
     type: Literal["text"] = "text"
 
@@ -30,6 +32,8 @@ class ImageBlock:
 
 @dataclass(frozen=True, slots=True)
 class ToolUseBlock:
+    """A model's call of a tool, as a block of its message."""
+
     id: str
     name: str
     input: dict[str, Any]
@@ -38,6 +42,8 @@ class ToolUseBlock:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultBlock:
+    """A tool's answer to one call (text and images), as a block of a user message."""
+
     tool_use_id: str
     content: tuple[TextBlock | ImageBlock, ...]
     is_error: bool = False
@@ -49,6 +55,8 @@ Block = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock
 
 @dataclass(frozen=True, slots=True)
 class Message:
+    """One turn of a conversation: a role and its blocks."""
+
     role: Role
     content: tuple[Block, ...]
 
@@ -140,6 +148,8 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Tokens a call used (cache reads and writes counted apart)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -159,6 +169,8 @@ StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "oth
 
 @dataclass(frozen=True, slots=True)
 class Response:
+    """A model's whole reply: its blocks, the tool calls among them, usage, why it stopped."""
+
     content: tuple[Block, ...]
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = Usage()
@@ -175,29 +187,40 @@ class Response:
 # -- stream events ---------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class TextDelta:
+    """A piece of streamed reply text."""
+
     text: str
 
 
 @dataclass(frozen=True, slots=True)
 class ToolUseStart:
+    """A streamed tool call begins (its id and tool name)."""
+
     id: str
     name: str
 
 
 @dataclass(frozen=True, slots=True)
 class ToolUseDelta:
+    """A piece of a streamed tool call's JSON arguments."""
+
     id: str
     partial_json: str
 
 
 @dataclass(frozen=True, slots=True)
 class ToolUseEnd:
+    """A streamed tool call is complete, its arguments parsed."""
+
     call: ToolCall
 
 
 @dataclass(frozen=True, slots=True)
 class Complete:
+    """The stream ended: the whole reply."""
+
     response: Response
 
 
 StreamEvent = TextDelta | ToolUseStart | ToolUseDelta | ToolUseEnd | Complete
+"""What a streamed call yields, ending with one :class:`Complete`."""

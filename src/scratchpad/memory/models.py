@@ -25,6 +25,8 @@ SCRIPTED_PREFIX = "scripted:"
 
 @runtime_checkable
 class Model(Protocol):
+    """What an agent cycle needs of a model: one prompt in, one reply out."""
+
     async def complete(self, *, system: str, user: str) -> str:
         """The model's reply to one prompt."""
         ...

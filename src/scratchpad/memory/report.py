@@ -31,6 +31,8 @@ class HistoryEntry:
 
 @dataclass(frozen=True, slots=True)
 class AgentStatus:
+    """An agent directory at a glance: its state, last cycle and what is configured."""
+
     root: Path
     state: State
     cycles: int

@@ -20,6 +20,7 @@ from scratchpad.errors import AgentStateError
 from scratchpad.fsutil import atomic_write_text
 
 State = dict[str, Any]
+"""An agent's working memory: the YAML mapping of its state file."""
 
 DEFAULT_STATE: Mapping[str, Any] = {
     "goals": [],

@@ -21,10 +21,10 @@ import httpx
 from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 
 from scratchpad.errors import (
-    ConfigError,
     PadClosedError,
     PadError,
     ScratchpadError,
+    UnauthorizedError,
     error_from_http,
 )
 from scratchpad.padnames import url_component
@@ -365,7 +365,7 @@ def _error(response: httpx.Response) -> ScratchpadError:
     message = str(data["error"]) if ours else (response.text or response.reason_phrase)
     status = response.status_code
     if status == 401:
-        return ConfigError(
+        return UnauthorizedError(
             f"the pad server refused the key ({message}); check SCRATCHPAD_REMOTE_API_KEY"
         )
     if status in (404, 405) and not ours:

@@ -47,6 +47,7 @@ def scrub(text: str) -> str:
 
 BINARY_IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"})
 BAD_PNG = "[an image/png that is no well-formed PNG was left out]"
+"""What stands for a display's PNG that is not one (it is left out)."""
 
 
 def scrub_bundle(bundle: dict[str, Any], scrub: Scrubber | None = None) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import regex
 
 from scratchpad.scrub.forms import Form
 
-REDACTED = "[REDACTED]"
+REDACTED = "[REDACTED]"  # what stands for a secret value in scrubbed text
 HELD_WORD_CHARS = 256  # a trailing run of key characters held back by a stream, at most
 CONTINUED_CHARS = 4  # characters of a form that must follow a line break to cross it
 SEARCHED_CHARS = 6  # a piece is searched for by at least this many of its last characters

@@ -8,6 +8,7 @@ own protocol once past the key check).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -35,21 +36,22 @@ from scratchpad.errors import (
     InstallError,
     PadNotFoundError,
     ScratchpadError,
-    http_status,
 )
 from scratchpad.fsutil import NO_SPACE, disk_full
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime import confinement
 from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id
 from scratchpad.runtime.cell import new_cell_id
-from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.manager import ScratchpadManager, pad_root
+from scratchpad.runtime.padinfo import HISTORY
 from scratchpad.runtime.timeouts import check_timeout
 from scratchpad.server.browser_auth import FORM_PREFIX, BrowserSessions
+from scratchpad.server.conditional import VALIDATOR_HEADERS, Validators, answer_bytes, documented
 from scratchpad.server.datavault_routes import datavault_routes
 from scratchpad.server.files_routes import files_routes, upload_limit
 from scratchpad.server.forms_routes import forms_routes
 from scratchpad.server.frames import cell_frames
-from scratchpad.server.guard import EncodedNames, Guard, error, segment_name
+from scratchpad.server.guard import EncodedNames, Guard, error, refusal, segment_name
 from scratchpad.server.headers import SecurityHeaders, content_disposition
 from scratchpad.server.hosts import OwnHosts, link_base
 from scratchpad.server.housekeeping import housekeeping
@@ -61,6 +63,8 @@ from scratchpad.server.schemas import (
     EXECUTE_FRAMES,
     CancelAnswer,
     Cell,
+    CellId,
+    CellIdPath,
     InstallAnswer,
     Notebook,
     Ok,
@@ -105,7 +109,7 @@ class StartRequest(PadRequest):
 
 
 class CancelRequest(PadRequest):
-    id: str | None = None  # our extension: cancel this cell (queued or running)
+    id: CellId | None = None  # our extension: cancel this cell (queued or running)
 
 
 class InstallRequest(PadRequest):
@@ -122,7 +126,7 @@ class ExecuteRequest(PadRequest):
     # know). id: names the cell (a repeated id gives the known cell, never a second run).
     # timeout_s: a hard limit. on_disconnect: what a client that goes away mid-cell wants.
     stream_output: bool = False
-    id: str | None = None
+    id: CellId | None = None
     timeout_s: float | None = Field(None, strict=True)
     on_disconnect: Literal["interrupt", "continue"] = "interrupt"
 
@@ -211,7 +215,7 @@ def _error_handlers(app: FastAPI, home: Path) -> None:
 
     @app.exception_handler(ScratchpadError)
     async def failed(request: Request, exc: ScratchpadError) -> JSONResponse:
-        return error(http_status(exc), str(exc), type(exc).__name__)
+        return refusal(exc)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -251,7 +255,7 @@ def _allowed(app: FastAPI, scope: Scope) -> str:
 
 
 def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
-    @app.post("/scratchpad/start", **answers(Ok, 400, 422))
+    @app.post("/scratchpad/start", **answers(Ok, 400, 422, 503))
     async def start(body: StartRequest) -> dict[str, Any]:
         limits = None if body.limits is None else body.limits.model_dump()
         pad = await manager.get_or_create(body.name, limits=limits)
@@ -264,7 +268,7 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         await pad.configure_llm(llm)
         return {"ok": True}
 
-    @app.post("/scratchpad/reset", **answers(Ok, 400, 404, 409, 422))
+    @app.post("/scratchpad/reset", **answers(Ok, 400, 404, 409, 422, 503))
     async def reset(body: PadRequest) -> dict[str, Any]:
         await (await _existing(manager, body.name)).reset()
         return {"ok": True}
@@ -287,7 +291,7 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             await manager.remove(body.name)
         return {"ok": True}
 
-    @app.post("/scratchpad/install", **answers(InstallAnswer, 400, 409, 422))
+    @app.post("/scratchpad/install", **answers(InstallAnswer, 400, 409, 422, 503))
     async def install(body: InstallRequest) -> dict[str, Any]:
         if not body.packages:
             return {"result": "No packages specified."}
@@ -298,7 +302,7 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             code = "timed out" if exc.exit_code is None else f"exit {exc.exit_code}"
             return {"result": f"Install failed ({code}): {exc.output or exc}"}
 
-    @app.post("/scratchpad/execute-stream", **sse(EXECUTE_FRAMES, 400, 409, 422))
+    @app.post("/scratchpad/execute-stream", **sse(EXECUTE_FRAMES, 400, 409, 422, 503))
     async def execute_stream(body: ExecuteRequest) -> EventStream:
         timeout_s = None
         if body.timeout_s is not None:
@@ -376,7 +380,7 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         return await _json(lambda: {"name": name, "cells": [cell.to_dict() for cell in cells]})
 
     @app.get("/v1/pads/{name}/cells/{cell_id}", **answers(Cell, 400, 404))
-    async def pad_cell(name: PadPath, cell_id: str) -> Response:
+    async def pad_cell(name: PadPath, cell_id: CellIdPath) -> Response:
         name = segment_name(name)
         cells = await manager.peek(name).load_cells()
         for cell in reversed(cells):
@@ -387,29 +391,63 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             "away from a long history)"
         )
 
-    markdown_answers = answers(MARKDOWN, 400, 404, media_type="text/markdown", headers=NAMED)
-    notebook_answers = answers(Notebook, 400, 404, media_type=IPYNB, headers=NAMED)
+    markdown_answers = _export_answers(MARKDOWN, "text/markdown")
+    notebook_answers = _export_answers(Notebook, IPYNB)
 
+    @app.head("/v1/pads/{name}/dump", **markdown_answers)
     @app.get("/v1/pads/{name}/dump", **markdown_answers)
-    async def pad_dump(name: PadPath) -> Response:
-        name = segment_name(name)
-        pad = manager.peek(name)
-        await pad.load_cells()
-        markdown = await asyncio.to_thread(pad.dump)
-        named = {"content-disposition": content_disposition(f"{name}.md")}
-        return Response(markdown, media_type="text/markdown; charset=utf-8", headers=named)
+    async def pad_dump(name: PadPath, request: Request) -> Response:
+        return await _export(manager, segment_name(name), request, "md")
 
+    @app.head("/v1/pads/{name}/notebook", **notebook_answers)
     @app.get("/v1/pads/{name}/notebook", **notebook_answers)
-    async def pad_notebook(name: PadPath) -> Response:
-        name = segment_name(name)
-        pad = manager.peek(name)
-        await pad.load_cells()
-        notebook = await asyncio.to_thread(lambda: json.dumps(pad.to_ipynb(), indent=1))
-        return Response(
-            notebook,
-            media_type="application/x-ipynb+json",
-            headers={"content-disposition": content_disposition(f"{name}.ipynb")},
-        )
+    async def pad_notebook(name: PadPath, request: Request) -> Response:
+        return await _export(manager, segment_name(name), request, "ipynb")
+
+
+def _export_answers(body: type[BaseModel] | dict[str, Any], media_type: str) -> dict[str, Any]:
+    """A pad export's documented answers: the file, its versions and ranges."""
+    options = answers(
+        body,
+        400,
+        404,
+        416,
+        media_type=media_type,
+        headers={**NAMED, **VALIDATOR_HEADERS},
+        description="The export (HEAD: its headers only).",
+    )
+    options["responses"].update(documented(options["responses"][200]["content"]))
+    return options
+
+
+async def _export(
+    manager: ScratchpadManager, name: str, request: Request, kind: Literal["md", "ipynb"]
+) -> Response:
+    """Pad ``name`` as notebook markdown or nbformat JSON, conditional and ranged: its ETag
+    hashes the bytes, its Last-Modified is its history's."""
+    pad = manager.peek(name)
+    await pad.load_cells()
+    if kind == "md":
+        body = (await asyncio.to_thread(pad.dump)).encode()
+        media_type = "text/markdown; charset=utf-8"
+    else:
+        body = (await asyncio.to_thread(lambda: json.dumps(pad.to_ipynb(), indent=1))).encode()
+        media_type = IPYNB
+    modified = await asyncio.to_thread(_history_modified, manager, name)
+    named = {"content-disposition": content_disposition(f"{name}.{kind}")}
+    version = Validators.of_bytes(body, modified)
+    return answer_bytes(request.headers, request.method, body, media_type, named, version)
+
+
+def _history_modified(manager: ScratchpadManager, name: str) -> float | None:
+    """When pad ``name``'s history last changed (None for a pad of a remote backend)."""
+    if manager.settings.backend != "local":
+        return None
+    root = pad_root(manager.settings, name)
+    for path in (root / HISTORY, root):
+        with contextlib.suppress(OSError):
+            return path.stat().st_mtime
+    return None
 
 
 async def _json(build: Callable[[], Any]) -> Response:

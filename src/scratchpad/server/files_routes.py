@@ -6,7 +6,9 @@ but raster images and plain text comes as an attachment. A browser fetches a dow
 a signed URL (``POST /v1/signed-urls``), as a link cannot carry the session's header. Uploads
 stream to a temp file beside their target with their own size limit
 (``SCRATCHPAD_MAX_UPLOAD_BYTES``): the Guard does not buffer them (see :func:`upload_limit`).
-Disk work runs on worker threads.
+Disk work runs on worker threads. Downloads answer HEAD, ``ETag`` / ``Last-Modified`` with
+304 to a current copy, and one byte range (206, 416): see :mod:`scratchpad.server.conditional`.
+An upload to a pad that does not exist yet makes it, as running a cell there would.
 """
 
 from __future__ import annotations
@@ -26,6 +28,15 @@ from starlette.types import Receive, Scope, Send
 from scratchpad.config import Settings
 from scratchpad.runtime.files import Upload, Workspace, workspace
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.server.conditional import (
+    LAST_MODIFIED,
+    VALIDATOR_HEADERS,
+    Plan,
+    Validators,
+    documented,
+    plan,
+    special,
+)
 from scratchpad.server.guard import error, segment_name
 from scratchpad.server.headers import content_disposition
 from scratchpad.server.openapi import DISPOSITION, answers, raw_body
@@ -80,17 +91,32 @@ DOWNLOAD = answers(
     400,
     404,
     409,
+    416,
     422,
     media_type=("application/octet-stream", "*/*"),
-    description="The file's bytes. Its media type is guessed from its name (text types "
-    "with charset=utf-8; application/octet-stream when unknown).",
+    description="The file's bytes (HEAD: its headers only). Its media type is guessed from "
+    "its name (text types with charset=utf-8; application/octet-stream when unknown).",
     headers={
-        name: {"description": text, "schema": schema}
-        for name, (text, schema) in DOWNLOAD_HEADERS.items()
+        **{
+            name: {"description": text, "schema": schema}
+            for name, (text, schema) in DOWNLOAD_HEADERS.items()
+        },
+        **VALIDATOR_HEADERS,
+        **LAST_MODIFIED,
     },
 )
+DOWNLOAD["responses"].update(documented(DOWNLOAD["responses"][200]["content"], LAST_MODIFIED))
 UPLOAD = {
-    **answers(FileWritten, 400, 404, 409, 413, description="Replaced.", also={201: "Created."}),
+    **answers(
+        FileWritten,
+        400,
+        404,
+        409,
+        413,
+        503,
+        description="Replaced.",
+        also={201: "Created (and the pad, when it did not exist: as running a cell makes it)."},
+    ),
     "openapi_extra": raw_body("The file's bytes, as they are (any type; no multipart)."),
 }
 
@@ -105,19 +131,34 @@ def files_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         files = await files_of(name)
         return {"pad": segment_name(name), **await asyncio.to_thread(files.listing, path)}
 
+    @app.head("/v1/pads/{name}/files/{path:path}", **DOWNLOAD)
     @app.get("/v1/pads/{name}/files/{path:path}", **DOWNLOAD)
-    async def get_file(name: PadPath, path: FilePath, download: Download = False) -> Response:
+    async def get_file(
+        name: PadPath, path: FilePath, request: Request, download: Download = False
+    ) -> Response:
         """A file's bytes, never runnable as a page of this origin."""
         files = await files_of(name)
         path = segment_name(path)
         fd, size = await asyncio.to_thread(files.open_file, path)
-        return DescriptorResponse(fd, size, *_content_headers(path, download))
+        try:
+            version = Validators.of_file(await asyncio.to_thread(os.fstat, fd))
+            media_type, headers = _content_headers(path, download)
+            decided = plan(request.headers, request.method, size, version)
+        except BaseException:
+            os.close(fd)
+            raise
+        if decided.status in (304, 416):
+            os.close(fd)
+            return special(decided, headers, size)
+        return DescriptorResponse(fd, decided, media_type, headers)
 
     @app.put("/v1/pads/{name}/files/{path:path}", **UPLOAD)
     async def put_file(name: PadPath, path: FilePath, request: Request) -> JSONResponse:
         """Write a file (parents created) from the raw body; it replaces the old one only
-        once whole."""
+        once whole. A pad that does not exist yet is made (and started) first."""
         limit = manager.settings.max_upload_bytes
+        if not manager.exists(segment_name(name)):
+            await manager.get_or_create(segment_name(name))
         files = await files_of(name)
         upload = await asyncio.to_thread(files.upload, segment_name(path), limit)
         try:
@@ -165,27 +206,34 @@ def _content_headers(path: str, download: bool) -> tuple[str, dict[str, str]]:
 
 
 class DescriptorResponse(Response):
-    """A file's bytes from a descriptor opened (and checked) before: ``size`` bytes read in
-    pieces on worker threads; the descriptor is closed whatever happens."""
+    """A file's bytes from a descriptor opened (and checked) before: the planned range (the
+    whole file, or one range of it) read in pieces on worker threads, nothing for HEAD; the
+    descriptor is closed whatever happens."""
 
-    def __init__(self, fd: int, size: int, media_type: str, headers: dict[str, str]) -> None:
+    def __init__(self, fd: int, decided: Plan, media_type: str, headers: dict[str, str]) -> None:
         self.fd = fd
-        self.size = size
-        self.status_code = 200
+        self.decided = decided
+        self.status_code = decided.status
         self.media_type = media_type
         self.background = None
-        self.init_headers({**headers, "content-type": media_type, "content-length": str(size)})
+        self.init_headers({**headers, **decided.headers, "content-type": media_type})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
+            start = {
+                "type": "http.response.start",
+                "status": self.status_code,
+                "headers": self.raw_headers,
+            }
             await send(start)
-            left = self.size  # a file that grows meanwhile is cut at the size announced
-            while left > 0:
-                chunk = await asyncio.to_thread(os.read, self.fd, min(READ_CHUNK, left))
+            offset = self.decided.start
+            left = 0 if scope["method"] == "HEAD" else self.decided.length
+            while left > 0:  # a file that grows meanwhile is cut at the size announced
+                chunk = await asyncio.to_thread(os.pread, self.fd, min(READ_CHUNK, left), offset)
                 if not chunk:
                     break
                 left -= len(chunk)
+                offset += len(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:

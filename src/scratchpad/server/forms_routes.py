@@ -5,7 +5,7 @@ connection's engine, name and variable names once the form is completed; never a
 
 A request authenticated for one form only (a one-time link's browser session) carries
 ``request.state.auth == "form:<form_id>"``; it may read that form and submit it, and read that
-form's submissions, nothing else (403 ``Forbidden``). Any other request has full access.
+form's submissions, nothing else (403 ``ForbiddenError``). Any other request has full access.
 """
 
 from __future__ import annotations
@@ -13,36 +13,27 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
 
 from scratchpad.connect.pending import PendingForms
+from scratchpad.errors import ForbiddenError
 from scratchpad.scrub import scrubber
 from scratchpad.server.browser_auth import form_scope
-from scratchpad.server.guard import error
 from scratchpad.server.openapi import answers
 from scratchpad.server.web_schemas import PendingFormInfo
 
 
-class OutOfScope(Exception):
-    """A request scoped to one form asked about another (answered 403 ``Forbidden``)."""
-
-
 def check_scope(request: Request, form_id: object) -> None:
-    """Raise :class:`OutOfScope` unless this request may touch form ``form_id``."""
+    """Raise :class:`ForbiddenError` (403) unless this request may touch form ``form_id``."""
     scope = form_scope(request)
     if scope is not None and form_id != scope:
-        raise OutOfScope(
+        raise ForbiddenError(
             f"this session may only fill in form {scope!r}; open the link the model gave "
             "for the other form, or use the API key"
         )
 
 
 def forms_routes(app: FastAPI, forms: PendingForms) -> None:
-    """Add the route and the answer to an out-of-scope request."""
-
-    @app.exception_handler(OutOfScope)
-    async def out_of_scope(request: Request, exc: OutOfScope) -> JSONResponse:
-        return error(403, str(exc), "Forbidden")
+    """Add the route."""
 
     @app.get("/v1/forms/{form_id}", **answers(PendingFormInfo, 403, 404))
     async def form(form_id: str, request: Request) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, quote, unquote
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from scratchpad.errors import ForbiddenError, ScratchpadError, UnauthorizedError, http_status
 from scratchpad.scrub import scrub
 from scratchpad.server.auth import authorized
 from scratchpad.server.browser_auth import (
@@ -110,7 +111,7 @@ class Guard:
             return _unauthorized(path)  # nothing to protect, whatever the Host
         host = headers.get(b"host", b"").decode("latin-1")
         if not self.hosts.allows(host):
-            return error(403, self.hosts.refusal(host), "Forbidden")
+            return refusal(ForbiddenError(self.hosts.refusal(host)))
         if who is None:
             return None
         session_id, granted = who
@@ -182,14 +183,14 @@ async def _refuse_websocket(receive: Receive, send: Send) -> None:
 def _unauthorized(path: str) -> Response:
     if not path.startswith(API_PREFIXES):
         return login_needed(path)  # a page: a person reads it
-    refusal = error(
-        401,
-        "missing or wrong API key: send 'Authorization: Bearer <key>' (browsers: log in "
-        "with the link `scratchpad login` prints)",
-        "Unauthorized",
+    answer = refusal(
+        UnauthorizedError(
+            "missing or wrong API key: send 'Authorization: Bearer <key>' (browsers: log in "
+            "with the link `scratchpad login` prints)"
+        )
     )
-    refusal.headers["www-authenticate"] = 'Bearer realm="scratchpad"'
-    return refusal
+    answer.headers["www-authenticate"] = 'Bearer realm="scratchpad"'
+    return answer
 
 
 def _cross_site(origin: str) -> Response:
@@ -198,7 +199,7 @@ def _cross_site(origin: str) -> Response:
         f"refused: {sender} tried to change something with this browser's session; only the "
         "server's own pages may (API clients: send 'Authorization: Bearer <key>' instead)"
     )
-    return error(403, message, "Forbidden")
+    return refusal(ForbiddenError(message))
 
 
 def _form_refusal(form_id: str, method: str, path: str) -> Response | None:
@@ -217,14 +218,20 @@ def _form_refusal(form_id: str, method: str, path: str) -> Response | None:
         f"this browser session may only fill in form {form_id!r}; open the login link printed "
         "by `scratchpad serve` for the rest"
     )
-    return error(403, message, "Forbidden")
+    return refusal(ForbiddenError(message))
 
 
 def error(status: int, message: str, kind: str) -> JSONResponse:
     """The one shape of every error answer: ``{"error": message, "type": kind}``, the kind
-    being a class of the error tree or an HTTP-level refusal (Unauthorized, NotFound, ...).
+    being a class of the error tree or an HTTP-level refusal (NotFound, MethodNotAllowed, ...).
     The message is scrubbed: errors quote what went wrong, which may hold a secret."""
     return JSONResponse({"error": scrub(message), "type": kind}, status_code=status)
+
+
+def refusal(exc: ScratchpadError) -> JSONResponse:
+    """The error answer of ``exc``: its class's status and name, so a client raises the same
+    class (:func:`scratchpad.errors.error_from_http`)."""
+    return error(http_status(exc), str(exc), type(exc).__name__)
 
 
 class EncodedNames:

@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from scratchpad.errors import InvalidInputError
+from scratchpad.errors import ForbiddenError, InvalidInputError, UnauthorizedError
 from scratchpad.server.browser_auth import (
     FULL,
     LOGIN_TTL_S,
@@ -25,7 +25,7 @@ from scratchpad.server.browser_auth import (
     signable,
     signed_target,
 )
-from scratchpad.server.guard import BEARER, canonical_path, error
+from scratchpad.server.guard import BEARER, canonical_path, refusal
 from scratchpad.server.hosts import link_base
 from scratchpad.server.openapi import answers
 from scratchpad.server.pages import link_spent, logging_in
@@ -72,7 +72,7 @@ def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) ->
         in the tab's sessionStorage and sends it as the `X-Scratchpad-Session` header."""
         found = sessions.redeem(body.token)
         if found is None:
-            return error(401, SPENT, "Unauthorized")
+            return refusal(UnauthorizedError(SPENT))
         answer = {
             "session": found.session_id,
             "scope": found.scope,
@@ -87,9 +87,7 @@ def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) ->
         session of `scope` (`all`, or `form:<form_id>`: that credential form only). A link
         made by a browser session ends when that session logs out."""
         if auth_of(request) not in (BEARER, FULL):
-            return error(
-                403, "only the API key or a full session may make login links", "Forbidden"
-            )
+            raise ForbiddenError("only the API key or a full session may make login links")
         body = body or LinkRequest()
         base = app.state.login_base or str(request.base_url)
         expires_at = time.time() + LOGIN_TTL_S
@@ -114,7 +112,7 @@ def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) ->
         session_id = session_of(request)
         if session_id is None or auth_of(request) != FULL:
             message = "signed URLs are for a full browser session; with the key, GET the path"
-            return error(403, message, "Forbidden")
+            raise ForbiddenError(message)
         target = _download_target(body.url)  # "<path>?<query>"
         signature, expires_at = sessions.sign(session_id, target)
         joint = "" if target.endswith("?") else "&"

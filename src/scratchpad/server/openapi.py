@@ -1,6 +1,7 @@
 """The OpenAPI document (``/openapi.json``) and its page (``/docs``), telling what the server
-really does: typed answers, streams as ``text/event-stream`` with their frames, the one error
-body on every status a route answers, and the bearer key.
+really does: typed answers, streams as ``text/event-stream`` described per event (OpenAPI
+3.2 ``itemSchema``, the frame as the content schema of its ``data``), the one error body on
+every status a route answers, and the bearer key.
 
 Route modules declare their answers in one line with :func:`answers` / :func:`sse` (or
 :func:`errors` beside answers they document themselves)::
@@ -33,6 +34,7 @@ from scratchpad.server.schemas import ErrorBody
 from scratchpad.server.web_routes import WEB_DIR
 
 SCHEMAS = "#/components/schemas/"
+OPENAPI_VERSION = "3.2.0"  # streams are described per event (itemSchema)
 DISPOSITION = {  # headers.content_disposition: an ASCII stand-in, then the name in UTF-8
     "type": "string",
     "pattern": '^(attachment|inline); filename="[ !#-$&-\\[\\]-~]*"; '
@@ -51,10 +53,14 @@ ERROR_TEXTS = {
     "again), a form has ended, or a path is a directory where a file is needed (or the reverse).",
     413: "The request body is over the limit (SCRATCHPAD_MAX_REQUEST_BYTES; an upload: "
     "SCRATCHPAD_MAX_UPLOAD_BYTES).",
+    416: "The byte range asked for starts past the end (`Content-Range: bytes */<size>` says "
+    "the size).",
     422: "The body or a parameter is not of the documented shape (the message names it).",
     500: "The server could not do it (the message, or the server log, says why).",
     502: "A language-model provider failed.",
-    503: "The server is not set up for this: the message says what to configure. Testing "
+    503: "The server is not set up for this: the message says what to configure or fix. A "
+    "pad that cannot be brought up here (its virtualenv, kernel or sandbox: "
+    "VenvError, KernelStartError, SandboxError) answers it too. Testing "
     "credentials needs a model: SCRATCHPAD_PROBE_MODEL (else SCRATCHPAD_MODEL) as "
     "'provider:model', and that provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY) in the "
     "server's environment; restart it after.",
@@ -180,13 +186,49 @@ def sse(
     ``numbered``: an ``id:`` line (0, 1, ...); ``ending``: how the stream ends."""
     models = list(frames)
     mapping = {kind: SCHEMAS + m.__name__ for m in models for kind in _type_values(m)}
-    schema = {
+    frame = {
         "oneOf": [ref(m) for m in models],
         "discriminator": {"propertyName": "type", "mapping": mapping},
     }
     lines = ["`id: <n>`"] * numbered + ["`event: <type>`"] * named + ["`data: <json>`"]
     text = f"A stream of server-sent events: {' and '.join(lines)} frames, {ending}."
-    return answers(schema, *statuses, media_type="text/event-stream", description=text)
+    options = answers({}, *statuses, media_type="text/event-stream", description=text)
+    options["responses"][200]["content"]["text/event-stream"] = {
+        "itemSchema": _event_schema(models, frame, named=named, numbered=numbered)
+    }
+    return options
+
+
+def _event_schema(
+    models: list[type[BaseModel]], frame: dict[str, Any], *, named: bool, numbered: bool
+) -> dict[str, Any]:
+    """One event of a stream (OpenAPI 3.2 ``itemSchema``): its ``data`` is JSON text whose
+    content schema is the frame; ``id`` counts from 0; a named stream's ``event`` is its
+    frame's ``type`` (then each event is described with its own frame)."""
+
+    def event(content: dict[str, Any], kind: dict[str, Any] | None) -> dict[str, Any]:
+        properties: dict[str, Any] = {
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": content,
+            }
+        }
+        if kind is not None:
+            properties["event"] = kind
+        if numbered:
+            properties["id"] = {"type": "string", "pattern": "^[0-9]+$"}
+        required = ["data", *(["event"] if kind is not None else []), *(["id"] * numbered)]
+        return {"type": "object", "properties": properties, "required": required}
+
+    if not named:
+        return event(frame, None)
+    return {
+        "oneOf": [
+            event(ref(model), {"type": "string", "enum": list(_type_values(model))})
+            for model in models
+        ]
+    }
 
 
 def attachment(description: str) -> dict[str, dict[str, Any]]:
@@ -228,9 +270,13 @@ def api_docs(app: FastAPI) -> None:
 
 
 def document(app: FastAPI) -> dict[str, Any]:
-    """The whole document of ``app``."""
+    """The whole document of ``app`` (OpenAPI 3.2, for its ``itemSchema`` of streams)."""
     doc = get_openapi(
-        title=app.title, version=app.version, description=DESCRIPTION, routes=app.routes
+        title=app.title,
+        version=app.version,
+        openapi_version=OPENAPI_VERSION,
+        description=DESCRIPTION,
+        routes=app.routes,
     )
     doc["paths"]["/mcp"] = {method: deepcopy(MCP_OPERATION) for method in ("get", "post", "delete")}
     for path, item in doc["paths"].items():
@@ -246,9 +292,10 @@ def document(app: FastAPI) -> dict[str, Any]:
     components["securitySchemes"] = {**SECURITY_SCHEMES, "signed": SIGNED_SCHEME}
     doc["security"] = [{name: []} for name in SECURITY_SCHEMES]  # either one
     for path in SIGNABLE:  # downloads: a signed URL too
-        operation = doc["paths"].get(path, {}).get("get")
-        if operation is not None:
-            operation["security"] = [{name: []} for name in (*SECURITY_SCHEMES, "signed")]
+        for method in ("get", "head"):
+            operation = doc["paths"].get(path, {}).get(method)
+            if operation is not None:
+                operation["security"] = [{name: []} for name in (*SECURITY_SCHEMES, "signed")]
     return doc
 
 

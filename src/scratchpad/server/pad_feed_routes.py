@@ -28,7 +28,7 @@ from scratchpad.runtime.watch import OVERFLOW, Subscription
 from scratchpad.server import schemas
 from scratchpad.server.guard import segment_name
 from scratchpad.server.openapi import answers, sse
-from scratchpad.server.schemas import PadPath
+from scratchpad.server.schemas import CellIdPath, PadPath
 from scratchpad.server.sse import EventStream
 from scratchpad.server.web_schemas import FEED_FRAMES, TextSlice
 
@@ -42,7 +42,9 @@ ENDING = (
     "endless while the client reads (`: ping` comments in quiet times); a client too far "
     "behind gets `overflow`, the last frame: reconnect"
 )
-FIELD_HELP = f"One of {', '.join(TEXT_FIELDS)}."
+FIELD_HELP = f"One of {', '.join(TEXT_FIELDS)}; another answers 400."
+FIELDS: dict[str, Any] = {"enum": list(TEXT_FIELDS)}  # documented; the route says what is wrong
+COUNT: dict[str, Any] = {"minimum": 0}
 LENGTH_HELP = f"Characters to read (at most {MAX_SLICE})."
 
 
@@ -71,10 +73,14 @@ def pad_feed_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     @app.get("/v1/pads/{name}/cells/{cell_id}/text", **answers(TextSlice, 400, 404, 422))
     async def cell_text(
         name: PadPath,
-        cell_id: str,
-        field: Annotated[str, Query(description=FIELD_HELP)] = "stdout",
-        offset: Annotated[int, Query(description="The first character (from 0).")] = 0,
-        length: Annotated[int, Query(description=LENGTH_HELP)] = DEFAULT_SLICE,
+        cell_id: CellIdPath,
+        field: Annotated[str, Query(description=FIELD_HELP, json_schema_extra=FIELDS)] = "stdout",
+        offset: Annotated[
+            int, Query(description="The first character (from 0).", json_schema_extra=COUNT)
+        ] = 0,
+        length: Annotated[int, Query(description=LENGTH_HELP, json_schema_extra=COUNT)] = (
+            DEFAULT_SLICE
+        ),
     ) -> dict[str, Any]:
         """A slice of one long field of a recorded cell (what a fitted cell cut)."""
         if field not in TEXT_FIELDS:

@@ -14,6 +14,7 @@ from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from scratchpad.padnames import MAX_NAME_CHARS
+from scratchpad.runtime.base import CELL_ID
 from scratchpad.vault.names import NAME_RE, NAME_RULE
 
 # The rule of padnames.py as JSON Schema: at most 128 characters (JSON Schema counts code
@@ -30,6 +31,20 @@ PAD_NAME_SCHEMA: dict[str, Any] = {
     "pattern": PAD_NAME_PATTERN,
 }
 PadName = Annotated[str, Field(description=PAD_NAME_RULE, json_schema_extra=PAD_NAME_SCHEMA)]
+CELL_ID_RULE = "A cell's id: 1-64 letters, digits, '_' or '-'; another answers 400."
+CELL_ID_SCHEMA: dict[str, Any] = {
+    "minLength": 1,
+    "maxLength": 64,
+    "pattern": f"^{CELL_ID.pattern}$",
+}
+CellId = Annotated[str, Field(description=CELL_ID_RULE, json_schema_extra=CELL_ID_SCHEMA)]
+CellIdPath = Annotated[
+    str,
+    Path(
+        description="A cell's id (1-64 letters, digits, '_' or '-').",
+        json_schema_extra=CELL_ID_SCHEMA,
+    ),
+]
 PadPath = Annotated[
     str,
     Path(
@@ -53,7 +68,7 @@ class ErrorBody(BaseModel):
     error: str = Field(description="What went wrong and what to do (secrets scrubbed).")
     type: str = Field(
         description="The error class (InvalidInputError, PadNotFoundError, ...) or an HTTP-level "
-        "refusal (Unauthorized, NotFound, MethodNotAllowed, InternalError)."
+        "refusal (NotFound, MethodNotAllowed, InternalError)."
     )
 
 

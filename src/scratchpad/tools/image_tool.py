@@ -41,6 +41,7 @@ DESCRIPTION = (
 
 
 def read_image_tool() -> ToolDef:
+    """The ``read_image`` tool: an image file shown to the model."""
     return ToolDef(NAME, DESCRIPTION, INPUT_SCHEMA, handle_read_image)
 
 

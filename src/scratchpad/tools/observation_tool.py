@@ -36,6 +36,7 @@ DESCRIPTION = (
 
 
 def read_observation_tool() -> ToolDef:
+    """The ``read_observation`` tool: a stored observation read back by id."""
     return ToolDef(
         NAME,
         DESCRIPTION,

@@ -28,6 +28,8 @@ JSON_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 class ToolRegistry:
+    """The tools a session offers, by name: their specs for the model, and dispatch of its calls."""
+
     def __init__(self, tools: list[ToolDef] | None = None) -> None:
         self._tools: dict[str, ToolDef] = {}
         for tool in tools or []:

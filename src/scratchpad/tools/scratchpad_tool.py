@@ -113,6 +113,7 @@ def current_description(manager: ScratchpadManager) -> str:
 
 
 def scratchpad_tool(manager: ScratchpadManager) -> ToolDef:
+    """The ``scratchpad`` tool over ``manager``'s pads (exec, view, dump, install, ...)."""
     return ToolDef(
         NAME,
         current_description(manager),

@@ -15,6 +15,4 @@ if TYPE_CHECKING:
     from scratchpad.vault.records import KEEP as KEEP
     from scratchpad.vault.store import Vault as Vault
 
-_EXPORTS = {"KEEP": "scratchpad.vault.records", "Vault": "scratchpad.vault.store"}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = lazy_exports(__name__, __file__, globals())
