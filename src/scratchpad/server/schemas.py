@@ -275,6 +275,18 @@ class Grants(BaseModel):
     connections: list[Connection]
 
 
+class PadGrants(BaseModel):
+    pad: str
+    connections: list[Connection]
+
+
+class AllGrants(BaseModel):
+    """What every pad gets, in one answer (the Vault page's)."""
+
+    default: Literal["all", "none"]
+    pads: list[PadGrants] = Field(description="Every pad on disk or running, by name.")
+
+
 class AuditEntry(BaseModel):
     at: str
     event: Literal["inject", "rotate", "save", "delete", "grant", "revoke", "probe"]
