@@ -205,6 +205,16 @@ def test_reset_says_what_it_deletes_and_the_page_shows_it(page: Page) -> None:
     expect(page.locator(".cell")).to_have_count(0)
 
 
+def test_a_reset_by_another_client_shows_at_once(page: Page, web_server: WebServer) -> None:
+    execute(web_server, "shared reset", "y = 2")
+    open_pad(page, "shared reset")
+    expect(page.locator(".cell")).to_have_count(1)
+    with client(web_server) as http:
+        assert http.post("/scratchpad/reset", json={"name": "shared reset"}).status_code == 200
+    expect(page.locator(".cell")).to_have_count(0)
+    expect(page.locator(".empty")).to_be_visible()
+
+
 def test_a_question_ends_with_its_page(page: Page, web_server: WebServer) -> None:
     for name in ("left", "right"):
         execute(web_server, name, f"print('{name}')")

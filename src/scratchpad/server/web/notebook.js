@@ -193,6 +193,7 @@ class Notebook {
         return this.view(frame.cell).finish(frame.cell);
       case "status":
         if (frame.pad && !["busy", "dead"].includes(frame.pad.status)) this.running = null;
+        if (frame.pad?.cells === 0) this.forgetRecorded(); // reset (by anyone) or removed
         return this.showInfo(frame.pad || null);
       case "overflow":
         return this.connect(); // the feed fell behind: a new snapshot sets everything right
@@ -271,6 +272,18 @@ class Notebook {
     }
     this.clear();
     this.say("The pad was reset: its variables and recorded cells are gone.");
+  }
+
+  /** The recorded cells off the page (the pad has none any more); cells to come stay. */
+  forgetRecorded() {
+    for (const [id, view] of this.views) {
+      if (view.state !== "done") continue;
+      view.destroy();
+      view.element.remove();
+      this.views.delete(id);
+      this.cleared.add(id);
+    }
+    this.empty.hidden = this.views.size > 0;
   }
 
   /** Every cell off the page (after a reset: the server deleted them). */
