@@ -106,7 +106,8 @@ class Table:
         return ('<style scoped>.dataframe tbody tr th { vertical-align: top; }</style>'
                 '<table border="1" class="dataframe"><thead><tr><th></th><th>city</th>'
                 '<th>sales</th></tr></thead><tbody><tr><th>0</th><td>Lyon</td><td>12</td></tr>'
-                '<tr><th>1</th><td>Porto</td><td>7</td></tr></tbody></table>')
+                '<tr><th>1</th><td>Porto</td><td>7</td></tr></tbody></table>'
+                '<script>document.body.dataset.ran = "yes"</script>')
 print('first', flush=True); time.sleep(0.3)
 display(Note()); time.sleep(0.3)
 print('warned', file=sys.stderr, flush=True); time.sleep(0.3)
@@ -154,6 +155,7 @@ def test_html_output_has_a_stylesheet_and_no_script(mixed: Locator) -> None:
         "font-family", re.compile("Times", re.I)
     )
     expect(table.locator("td").first).to_have_text("Lyon")
+    expect(frame.content_frame.locator("body")).not_to_have_attribute("data-ran", "yes")
     mixed.scroll_into_view_if_needed()
     screenshot(mixed.page, "outputs")
 
