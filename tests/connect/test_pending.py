@@ -92,6 +92,25 @@ async def test_an_open_form_expires_then_is_forgotten_and_ended_ones_are_capped(
     assert [forms.knows(i) for i in ids] == [False, True, True]
 
 
+def test_waiting_lists_the_open_forms_newest_first() -> None:
+    clock = Clock()
+    forms = PendingForms(ttl_s=10, clock=clock)
+    old = forms.open(http_form(title="Old"))
+    clock.now = 5
+    done = forms.open(http_form())
+    new = forms.open(http_form(title="New", engine="svc"))
+    new.created_at = old.created_at + 1
+    forms.complete(done.form_id, CONNECTION)
+    listed = forms.waiting()
+    assert [(f["form_id"], f["title"], f["engine"]) for f in listed] == [
+        (new.form_id, "New", "svc"),
+        (old.form_id, "Old", "http-api-key"),
+    ]
+    assert listed[1]["expires_at"] == old.created_at + 10
+    clock.now = 10  # the old one expired
+    assert [f["form_id"] for f in forms.waiting()] == [new.form_id]
+
+
 async def events(*items: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     for item in items:
         yield item

@@ -330,6 +330,7 @@ async def test_vault_answers_validate_against_the_document(
         ("POST", "/v1/datasources/validate", "/v1/datasources/validate", {"engine": "pg"}),
         ("POST", "/v1/pads/p/grants", "/v1/pads/{pad}/grants", {"engine": "pg", "name": "1"}),
         ("GET", "/v1/pads/p/grants", "/v1/pads/{pad}/grants", None),
+        ("GET", "/v1/grants", "/v1/grants", None),
         ("DELETE", "/v1/pads/p/grants/pg/1", "/v1/pads/{pad}/grants/{engine}/{name}", None),
         ("GET", "/v1/vault/audit", "/v1/vault/audit", None),
         ("GET", "/v1/vault/description", "/v1/vault/description", None),

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 from jsonschema import Draft202012Validator
 
-from scratchpad.runtime.base import CELL_ID
+from scratchpad.runtime.cell import CELL_ID
 from scratchpad.server.pad_feed_routes import TEXT_FIELDS
 from tests.server_helpers import running_server
 

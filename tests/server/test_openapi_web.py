@@ -255,6 +255,11 @@ async def test_forms_and_engines_validate(
         "actions": [{"id": "go", "label": "Go", "kind": "primary"}],
     }
     form = app.state.forms.open(spec)
+    waiting = checker.answer(await client.get("/v1/forms"), "GET", "/v1/forms")["forms"]
+    assert [(f["form_id"], f["title"], f["engine"]) for f in waiting] == [
+        (form.form_id, "Connect", "svc")
+    ]
+    assert waiting[0]["created_at"] < waiting[0]["expires_at"]
     path = "/v1/forms/{form_id}"
     opened = checker.answer(await client.get(f"/v1/forms/{form.form_id}"), "GET", path)
     assert opened["status"] == "open" and opened["spec"]["methods"][0]["id"] == "token"
@@ -262,6 +267,7 @@ async def test_forms_and_engines_validate(
     app.state.forms.complete(form.form_id, names)
     done = checker.answer(await client.get(f"/v1/forms/{form.form_id}"), "GET", path)
     assert done["connection"] == names
+    assert (await client.get("/v1/forms")).json() == {"forms": []}  # completed: no longer waits
     missing = await client.get("/v1/forms/fm_nothing")
     assert missing.status_code == 404
     checker.answer(missing, "GET", path)

@@ -94,6 +94,22 @@ async def test_grants(vault_client: tuple[httpx.AsyncClient, Vault]) -> None:
     assert vault.grants("data/team") == [("postgres", "prod")]
 
 
+async def test_every_pads_grants_in_one_answer(
+    vault_client: tuple[httpx.AsyncClient, Vault],
+) -> None:
+    client, vault = vault_client
+    vault.save("postgres", "prod", {"password": SECRET})
+    for pad in ("a", "b/c"):
+        assert (await client.post("/scratchpad/start", json={"name": pad})).status_code == 200
+    await client.delete("/v1/pads/b%2Fc/grants/postgres/prod")
+    answer = (await client.get("/v1/grants")).json()
+    prod = [{"engine": "postgres", "name": "prod"}]
+    assert answer == {
+        "default": "all",
+        "pads": [{"pad": "a", "connections": prod}, {"pad": "b/c", "connections": []}],
+    }
+
+
 async def test_the_vault_routes_need_the_key(
     vault_client: tuple[httpx.AsyncClient, Vault],
 ) -> None:

@@ -15,7 +15,16 @@ from playwright.sync_api import Locator, Page, expect
 from scratchpad.config import Settings
 from scratchpad.vault import KEEP, Vault
 from tests.web.conftest import WebServer, screenshot
-from tests.web.probing import CELL, STATUS, SUCCESS, TOKEN, ProbeServer, probe_server
+from tests.web.pending import open_form
+from tests.web.probing import (
+    CELL,
+    STATUS,
+    SUCCESS,
+    TOKEN,
+    ProbeServer,
+    labelled_form,
+    probe_server,
+)
 
 SECRET = "vault-page-secret-4f1c9e"
 BASE = "https://api.example.com"
@@ -256,3 +265,46 @@ def test_remove_asks_first(page: Page, api: httpx.Client) -> None:
     expect(card(page, "removed")).to_have_count(0)
     expect(page.locator(".vt-message")).to_have_text("Removed http-api-key/removed.")
     assert api.get("/v1/datasources/http-api-key/removed").status_code == 404
+
+
+def test_one_request_tells_which_pads_get_what(page: Page, api: httpx.Client) -> None:
+    for pad in ("second", "third"):
+        assert api.post("/scratchpad/start", json={"name": pad}).status_code == 200
+    saved(api, "shared", api_key=SECRET)
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    open_vault(page)
+    expect(card(page, "shared").locator(".vt-pads")).to_have_text("Pads: main, second, third")
+    grants = [url for url in asked if "grants" in url]
+    assert grants == [f"{api.base_url}/v1/grants"], grants
+
+
+def test_cards_fit_a_phone(page: Page, api: httpx.Client) -> None:
+    saved(api, "warehouse-reporting-readonly", api_key=SECRET, header="X-Warehouse-Token")
+    page.set_viewport_size({"width": 390, "height": 780})
+    open_vault(page)
+    entry = card(page, "warehouse-reporting-readonly")
+    expect(entry).to_be_visible()
+    wide = page.evaluate(
+        """() => [...document.querySelectorAll('.vt-card, .vt-card *')]
+            .filter((e) => e.getBoundingClientRect().right > innerWidth + 0.5)
+            .map((e) => e.className || e.tagName)"""
+    )
+    assert wide == [], wide
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    entry.scroll_into_view_if_needed()
+    for action in ("test", "edit", "remove"):
+        expect(entry.locator(f"[data-action='{action}']")).to_be_in_viewport(ratio=1)
+    screenshot(page, "vault-phone")
+
+
+def test_forms_a_model_asked_for_are_listed_and_open(page: Page, probing: ProbeServer) -> None:
+    _, form_id = open_form(probing.server, labelled_form(title="Connect the billing API"))
+    open_vault(page)
+    waiting = page.locator(f".vt-waiting .vt-form[data-form='{form_id}']")
+    expect(waiting.locator(".vt-form-title")).to_have_text("Connect the billing API")
+    expect(page.locator(".vt-waiting h2")).to_contain_text("for you")
+    screenshot(page, "vault-waiting")
+    waiting.get_by_role("link", name="Open").click()
+    expect(page).to_have_url(f"{probing.server.url}/connect/{form_id}")
+    expect(page.locator(".cn-page .fp-panel .fp-title")).to_have_text("Connect the billing API")

@@ -107,6 +107,24 @@ class PendingForms:
             )
         return found
 
+    def waiting(self) -> list[dict[str, Any]]:
+        """The open forms, newest first, as a list shows them: id, title, engine, when asked
+        for and until when (wall clock, epoch seconds)."""
+        with self._lock:
+            self._purge()
+            found = [f for f in self._items.values() if f.status == "open"]
+        found.sort(key=lambda form: form.created_at, reverse=True)
+        return [
+            {
+                "form_id": form.form_id,
+                "title": str(form.spec.get("title") or form.spec.get("engine") or form.form_id),
+                "engine": form.spec.get("engine"),
+                "created_at": form.created_at,
+                "expires_at": form.created_at + self.ttl_s,
+            }
+            for form in found
+        ]
+
     def knows(self, form_id: object) -> bool:
         try:
             self.get(form_id)

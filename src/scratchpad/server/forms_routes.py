@@ -1,7 +1,9 @@
 """Forms the model asked for, as the page that fills one in sees them, and the form scope.
 
-``GET /v1/forms/{form_id}`` answers ``{"form_id", "spec", "status", "connection"}`` (the
-connection's engine, name and variable names once the form is completed; never a value).
+``GET /v1/forms`` lists the open ones (for the app's Vault page: a form's link may have
+expired while the form still waits). ``GET /v1/forms/{form_id}`` answers ``{"form_id",
+"spec", "status", "connection"}`` (the connection's engine, name and variable names once the
+form is completed; never a value).
 
 A request authenticated for one form only (a one-time link's browser session) carries
 ``request.state.auth == "form:<form_id>"``; it may read that form and submit it, and read that
@@ -19,7 +21,7 @@ from scratchpad.errors import ForbiddenError
 from scratchpad.scrub import scrubber
 from scratchpad.server.browser_auth import form_scope
 from scratchpad.server.openapi import answers
-from scratchpad.server.web_schemas import PendingFormInfo
+from scratchpad.server.web_schemas import PendingFormInfo, WaitingForms
 
 
 def check_scope(request: Request, form_id: object) -> None:
@@ -34,6 +36,13 @@ def check_scope(request: Request, form_id: object) -> None:
 
 def forms_routes(app: FastAPI, forms: PendingForms) -> None:
     """Add the route."""
+
+    @app.get("/v1/forms", **answers(WaitingForms, 403))
+    async def waiting(request: Request) -> dict[str, Any]:
+        """The forms the model asked for that wait for a person, newest first."""
+        check_scope(request, None)
+        listed: dict[str, Any] = scrubber().scrub_data({"forms": forms.waiting()})
+        return listed
 
     @app.get("/v1/forms/{form_id}", **answers(PendingFormInfo, 403, 404))
     async def form(form_id: str, request: Request) -> dict[str, Any]:

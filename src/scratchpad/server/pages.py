@@ -56,4 +56,6 @@ def link_spent() -> HTMLResponse:
         "It was used already, it expired, its login was logged out, or the server restarted "
         "since it was made.",
         HOW_TO_LOG_IN,
+        "A credential form a model asked for waits longer than its link: once logged in, "
+        'the <a href="/#/vault">Vault page</a> lists the forms waiting for you.',
     )

@@ -14,7 +14,7 @@ from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from scratchpad.padnames import MAX_NAME_CHARS
-from scratchpad.runtime.base import CELL_ID
+from scratchpad.runtime.cell import CELL_ID
 from scratchpad.vault.names import NAME_RE, NAME_RULE
 
 # The rule of padnames.py as JSON Schema: at most 128 characters (JSON Schema counts code
@@ -297,6 +297,18 @@ class Grants(BaseModel):
     pad: str
     default: Literal["all", "none"]
     connections: list[Connection]
+
+
+class PadGrants(BaseModel):
+    pad: str
+    connections: list[Connection]
+
+
+class AllGrants(BaseModel):
+    """What every pad gets, in one answer (the Vault page's)."""
+
+    default: Literal["all", "none"]
+    pads: list[PadGrants] = Field(description="Every pad on disk or running, by name.")
 
 
 class AuditEntry(BaseModel):

@@ -1,4 +1,5 @@
-"""The vault over HTTP: datasources (connections), per-pad grants, the audit log.
+"""The vault over HTTP: datasources (connections), per-pad grants (and every pad's at once),
+the audit log.
 
 No answer ever holds a secret value: records come back with the keep-sentinel in place of
 each secret, listings hold names only. Writes go through the manager's vault, so running pads
@@ -19,6 +20,7 @@ from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.guard import segment_name
 from scratchpad.server.openapi import answers
 from scratchpad.server.schemas import (
+    AllGrants,
     AuditLog,
     Datasource,
     DatasourceCheck,
@@ -127,6 +129,20 @@ def _grant_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         vault = manager.vault
         granted = [{"engine": e, "name": n} for e, n in vault.grants(pad)]
         return {"pad": pad, "default": vault.settings.vault_default_grant, "connections": granted}
+
+    def every_pad() -> dict[str, Any]:
+        vault = manager.vault
+        names = sorted(set(manager.names_on_disk()) | set(manager.names()))
+        pads = [
+            {"pad": pad, "connections": [{"engine": e, "name": n} for e, n in granted]}
+            for pad, granted in vault.grants_of(names).items()
+        ]
+        return {"default": vault.settings.vault_default_grant, "pads": pads}
+
+    @app.get("/v1/grants", **answers(AllGrants))
+    async def all_grants() -> dict[str, Any]:
+        """What every pad gets: the Vault page's one request."""
+        return await asyncio.to_thread(every_pad)
 
     @app.get("/v1/pads/{pad}/grants", **answers(Grants, 400))
     async def grants(pad: PadPath) -> dict[str, Any]:

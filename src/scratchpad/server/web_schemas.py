@@ -262,6 +262,20 @@ class PendingFormInfo(BaseModel):
     connection: FormConnection | None = Field(description="Once completed.")
 
 
+class WaitingForm(BaseModel):
+    """An open form, as a list shows it (open it at ``/connect/{form_id}``)."""
+
+    form_id: str
+    title: str
+    engine: str | None
+    created_at: float = Field(description="When the model asked for it (epoch seconds).")
+    expires_at: float = Field(description="When it expires unless filled in (epoch seconds).")
+
+
+class WaitingForms(BaseModel):
+    forms: list[WaitingForm] = Field(description="Newest first.")
+
+
 class EngineInfo(BaseModel):
     engine: str
     label: str

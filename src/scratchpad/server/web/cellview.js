@@ -1,5 +1,6 @@
-// One cell on the page, from queued through running (live output, elapsed time, Cancel) to
-// its recorded form. Live text keeps its head and a rolling tail so a chatty cell never
+// One cell on the page, from queued through running (live output in the order it came,
+// elapsed time, Cancel) to its recorded form. Live text keeps its head and a rolling tail in
+// a box of bounded height that follows the tail (unless scrolled back), so a chatty cell never
 // grows the page without bound; the recorded cell then shows head + tail with "show all".
 
 import { highlight } from "./highlight.js";
@@ -8,33 +9,95 @@ import { duration, since } from "./format.js";
 import { errorBlock, longText, richOutput } from "./outputs.js";
 
 const LIVE_KEEP = 32 * 1024;
+const MAX_BLOCKS = 200; // output blocks a running cell keeps (the first and the latest)
+const HEAD_BLOCKS = 20;
+
+/** Whether a scrolled box shows its end (then it keeps following what comes). */
+function atEnd(element) {
+  return element.scrollTop + element.clientHeight >= element.scrollHeight - 4;
+}
 
 /** Text streamed into a <pre>: the first LIVE_KEEP characters, then a rolling tail. */
 class LiveText {
-  constructor(className) {
+  constructor(stream) {
+    this.stream = stream;
     this.head = document.createTextNode("");
     this.tail = document.createTextNode("");
     this.cut = h("span", { class: "cut", hidden: true });
     this.dropped = 0;
-    this.element = h("pre", { class: className, hidden: true }, this.head, this.cut, this.tail);
+    this.element = h("pre", { class: `stream ${stream}` }, this.head, this.cut, this.tail);
   }
 
   append(text) {
-    this.element.hidden = false;
+    const following = atEnd(this.element);
     const room = LIVE_KEEP - this.head.length;
     if (room > 0) {
       this.head.appendData(text.slice(0, room));
       text = text.slice(room);
     }
-    if (!text) return;
-    this.tail.appendData(text);
-    const over = this.tail.length - LIVE_KEEP;
-    if (over > 0) {
-      this.tail.deleteData(0, over);
-      this.dropped += over;
-      this.cut.hidden = false;
-      this.cut.textContent = `\n… ${this.dropped.toLocaleString()} characters not shown while running …\n`;
+    if (text) {
+      this.tail.appendData(text);
+      const over = this.tail.length - LIVE_KEEP;
+      if (over > 0) {
+        this.tail.deleteData(0, over);
+        this.dropped += over;
+        this.cut.hidden = false;
+        this.cut.textContent = `\n… ${this.dropped.toLocaleString()} characters not shown while running …\n`;
+      }
     }
+    if (following) this.element.scrollTop = this.element.scrollHeight;
+  }
+}
+
+/**
+ * What a running cell made, in the order it came: text of one stream goes on in its block
+ * until the other stream or a display comes between. The first blocks and the latest are kept.
+ */
+class LiveFlow {
+  constructor() {
+    this.first = h("div", { class: "flow" });
+    this.note = h("p", { class: "cut", hidden: true });
+    this.latest = h("div", { class: "flow" });
+    this.element = h("div", { class: "flow" }, this.first, this.note, this.latest);
+    this.blocks = [];
+    this.skipped = 0;
+  }
+
+  text(stream, text) {
+    const last = this.blocks[this.blocks.length - 1];
+    if (last instanceof LiveText && last.stream === stream) return last.append(text);
+    const block = new LiveText(stream);
+    this.add(block, block.element);
+    block.append(text);
+  }
+
+  display(element) {
+    this.add(element, element);
+  }
+
+  add(block, element) {
+    this.blocks.push(block);
+    if (this.blocks.length <= HEAD_BLOCKS) return this.first.append(element);
+    this.latest.append(element);
+    if (this.blocks.length <= MAX_BLOCKS) return;
+    const [gone] = this.blocks.splice(HEAD_BLOCKS, 1);
+    this.latest.firstElementChild.remove();
+    this.skipped += gone ? 1 : 0;
+    this.note.hidden = false;
+    this.note.textContent = `… ${this.skipped.toLocaleString()} outputs not shown while running …`;
+  }
+
+  /** Whether the flow holds all `cell` made (then its order is kept when it is recorded). */
+  holds(cell) {
+    if (this.skipped) return false;
+    const texts = { stdout: "", stderr: "" };
+    let displays = 0;
+    for (const block of this.blocks) {
+      if (!(block instanceof LiveText)) displays += 1;
+      else if (block.dropped) return false;
+      else texts[block.stream] += block.head.data + block.tail.data;
+    }
+    return texts.stdout === (cell.stdout || "") && texts.stderr === (cell.stderr || "") && displays === (cell.outputs || []).length;
   }
 }
 
@@ -79,10 +142,11 @@ export class CellView {
     if (description !== undefined) this.description.textContent = description;
   }
 
+  /** `label`: the cell's own status once recorded (ok, error, timeout, killed, cancelled). */
   setState(state, label = state) {
     this.state = state;
     this.element.dataset.status = state;
-    this.badge.className = `badge status-${state}`;
+    this.badge.className = `badge status-${label}`;
     this.badge.textContent = label;
     this.status.textContent = `cell ${label}`;
     this.cancelButton.hidden = !(state === "queued" || state === "running");
@@ -95,9 +159,8 @@ export class CellView {
 
   liveBody() {
     this.progressLine = h("div", { class: "progress", hidden: true });
-    this.streams = { stdout: new LiveText("stream stdout"), stderr: new LiveText("stream stderr") };
-    this.displays = h("div", { class: "displays" });
-    replace(this.body, this.progressLine, this.streams.stdout.element, this.streams.stderr.element, this.displays);
+    this.flow = new LiveFlow();
+    replace(this.body, this.progressLine, this.flow.element);
   }
 
   /** Running since `startedAt` (epoch seconds); what ran so far, when a snapshot has it. */
@@ -117,12 +180,11 @@ export class CellView {
 
   output(stream, text) {
     if (this.state === "done") return;
-    const live = this.streams[stream === "stderr" ? "stderr" : "stdout"];
-    live.append(text);
+    this.flow.text(stream === "stderr" ? "stderr" : "stdout", text);
   }
 
   display(bundle) {
-    if (this.state !== "done") this.displays.append(richOutput(bundle));
+    if (this.state !== "done") this.flow.display(richOutput(bundle));
   }
 
   progress(message) {
@@ -153,7 +215,9 @@ export class CellView {
     this.setState("done", cell.status || "ok");
     this.element.dataset.status = cell.status || "ok";
     this.clock.textContent = duration(cell.duration_s);
-    replace(this.body, ...recorded(this.pad, cell));
+    // seen whole while it ran: what it made stays in the order it came, else grouped by kind
+    const flow = this.flow?.holds(cell) ? this.flow : null;
+    replace(this.body, ...recorded(this.pad, cell, flow));
   }
 
   /** The run could not happen (the server said why). */
@@ -168,17 +232,22 @@ export class CellView {
   }
 }
 
-function recorded(pad, cell) {
+/** The recorded cell's parts; `flow`: its outputs as they came, when the page saw them all. */
+function recorded(pad, cell, flow = null) {
   const parts = [];
   const text = (field, className) =>
     cell[field] ? parts.push(longText(pad, cell.id, field, cell[field], className)) : null;
-  text("stdout", "stream stdout");
-  text("stderr", "stream stderr");
-  for (const bundle of cell.outputs || []) parts.push(richOutput(bundle));
+  if (flow) {
+    if (flow.blocks.length) parts.push(flow.element);
+  } else {
+    text("stdout", "stream stdout");
+    text("stderr", "stream stderr");
+    for (const bundle of cell.outputs || []) parts.push(richOutput(bundle));
+  }
   if (cell.result !== null && cell.result !== undefined && cell.result !== "") {
     parts.push(h("div", { class: "result" }, h("span", { class: "out-label" }, "Out"), longText(pad, cell.id, "result", cell.result, "result-text")));
   }
-  if (cell.error) parts.push(errorBlock(pad, cell.id, cell.error));
+  if (cell.error) parts.push(errorBlock(pad, cell.id, cell.error, cell.status));
   if (cell.logs) {
     const lines = cell.logs.replace(/\s+$/, "").split("\n").length;
     parts.push(h("details", { class: "logs" }, h("summary", {}, `Log (${lines} lines)`), h("pre", {}, cell.logs)));

@@ -39,14 +39,20 @@ export function replace(element, ...children) {
   append(element, children);
 }
 
-/** Ask a yes/no question in a modal dialog; resolves true when confirmed. */
+/**
+ * Ask a yes/no question in a modal dialog; resolves true when confirmed. Leaving the page it
+ * was asked on (Back, a link) answers no: a question never outlives its page.
+ */
 export function confirmDialog(title, message, action = "OK") {
   return new Promise((resolve) => {
     const done = (answer) => {
+      window.removeEventListener("hashchange", left);
       dialog.close();
       dialog.remove();
       resolve(answer);
     };
+    const left = () => done(false);
+    window.addEventListener("hashchange", left);
     const dialog = h(
       "dialog",
       { class: "confirm", "aria-labelledby": "confirm-title" },

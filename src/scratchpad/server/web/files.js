@@ -104,7 +104,7 @@ class FilesView {
         // Chromium cancels such a download when the answer carries a sandboxing CSP, and the
         // server's attachment header makes it a download anyway
         h("a", { href: `${url}?download=1`, onclick: (event) => this.save(event, entry, url) }, entry.name);
-    const actions = h("td", { class: "row-actions" });
+    const actions = h("div", { class: "row-actions" });
     if (!isDir && IMAGE.test(entry.name)) {
       actions.append(h("button", { type: "button", class: "small", onclick: () => this.show(entry, url) }, "Preview"));
     }
@@ -115,7 +115,7 @@ class FilesView {
       h("th", { scope: "row" }, name),
       h("td", { class: "num" }, isDir ? "—" : bytes(entry.size)),
       h("td", {}, stamp(entry.modified)),
-      actions,
+      h("td", {}, actions),
     );
   }
 
@@ -152,8 +152,11 @@ class FilesView {
   }
 
   async remove(entry, url) {
-    const what = entry.type === "dir" ? "folder and everything in it" : "file";
-    if (!(await confirmDialog(`Delete ${entry.name}?`, `This ${what} is deleted from the pad's workspace.`, "Delete"))) return;
+    const what =
+      entry.type === "dir"
+        ? "This folder is deleted from the pad's workspace if it is empty; a folder with anything in it stays (delete what is in it first)."
+        : "This file is deleted from the pad's workspace.";
+    if (!(await confirmDialog(`Delete ${entry.name}?`, what, "Delete"))) return;
     try {
       await request(url, { method: "DELETE" });
       this.say(`Deleted ${entry.name}.`);

@@ -37,6 +37,8 @@ export function ago(epoch) {
   return new Date(epoch * 1000).toLocaleString();
 }
 
-export function stamp(epoch) {
-  return epoch ? new Date(epoch * 1000).toLocaleString() : "—";
+/** A moment as local date and time: epoch seconds or an ISO 8601 string ("—" when unknown). */
+export function stamp(when) {
+  const date = typeof when === "string" ? new Date(when) : new Date(Number(when) * 1000);
+  return when && !Number.isNaN(date.getTime()) ? date.toLocaleString() : "—";
 }

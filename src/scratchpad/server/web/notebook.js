@@ -3,7 +3,9 @@
 // started / output / display / progress / cell / status frames, so a cell run by an agent
 // shows up exactly like one run from here. Cells are keyed by id: the stream of a cell run
 // from this page only fills in what the feed does not (it carries no output while the feed
-// is live), so nothing shows twice. Without a feed (an older server) the page polls.
+// is live), so nothing shows twice. The header's status follows the frames (busy from a
+// cell's start to its end); a pad that does not exist (yet) offers no Reset or Remove.
+// Without a feed (an older server) the page polls.
 
 import { download, follow, getJSON, padPath, postStream, sendJSON } from "./api.js";
 import { CellView } from "./cellview.js";
@@ -12,6 +14,7 @@ import { cellEditor } from "./editor.js";
 import { padHeader } from "./padstatus.js";
 
 const POLL_MS = 3000;
+const FEED_GRACE_MS = 2000; // how long a cell's own stream lets the feed finish the cell
 
 export function mount(root, params) {
   const notebook = new Notebook(root, params.name);
@@ -26,6 +29,10 @@ class Notebook {
     this.pending = null; // frames that came while the recorded cells were read
     this.closed = false;
     this.aborts = new Set();
+    this.info = null; // the pad as the feed last described it
+    this.running = null; // {id, started_at} of the cell the kernel is in
+    this.waiting = new Set(); // ids of queued cells
+    this.cleared = new Set(); // ids of cells a reset from here deleted
     this.notice = h("div", { class: "notice", role: "status", "aria-live": "polite", hidden: true });
     this.list = h("div", { class: "cells" });
     this.empty = h("p", { class: "empty" }, "No cells yet: write one below and press Shift-Enter. The pad is created by its first run.");
@@ -38,7 +45,9 @@ class Notebook {
     const ipynb = h("a", { class: "button", href: notebook, onclick: save }, "Download .ipynb");
     const reset = h("button", { type: "button", onclick: () => this.reset() }, "Reset");
     const remove = h("button", { type: "button", class: "danger", onclick: () => this.remove() }, "Remove");
-    this.header = padHeader(name, "notebook", [ipynb, reset, remove]);
+    this.actions = [ipynb, reset, remove];
+    this.header = padHeader(name, "notebook", this.actions);
+    this.showInfo(null);
     root.replaceChildren(h("section", { class: "notebook" }, this.header.element, this.notice, this.empty, this.list, this.editor.element));
     this.connect();
   }
@@ -76,7 +85,28 @@ class Notebook {
 
   async loadInfo() {
     const { pads } = await getJSON("/v1/pads").catch(() => ({ pads: [] }));
-    this.header.setInfo(pads.find((pad) => pad.name === this.name) || null);
+    const info = pads.find((pad) => pad.name === this.name) || null;
+    this.header.setInfo(info);
+    this.showActions(info !== null);
+  }
+
+  /** The pad's status as the feed said it, with what its frames said since. */
+  showInfo(info) {
+    if (info !== undefined) this.info = info;
+    const shown = this.info;
+    this.showActions(shown !== null && !["new", "removed"].includes(shown.status));
+    if (!shown) return this.header.setInfo(null);
+    const queued = this.waiting.size;
+    if (this.running) {
+      return this.header.setInfo({ ...shown, status: "busy", busy_since: this.running.started_at, queued });
+    }
+    const status = shown.status === "busy" ? "idle" : shown.status;
+    this.header.setInfo({ ...shown, status, busy_since: null, queued });
+  }
+
+  /** Reset, Remove and the download only for a pad that exists. */
+  showActions(exists) {
+    for (const action of this.actions) action.hidden = !exists;
   }
 
   /** The recorded cells, shown; a pad that does not exist yet has none. */
@@ -101,7 +131,9 @@ class Notebook {
 
   async snapshot(frame) {
     this.pending = [];
-    this.header.setInfo(frame.pad || null);
+    this.running = frame.running ? { id: frame.running.id, started_at: frame.running.started_at } : null;
+    this.waiting = new Set((frame.queued || []).map((cell) => cell.id));
+    this.showInfo(frame.pad || null);
     try {
       const recorded = await this.loadCells();
       this.order(recorded, frame);
@@ -137,10 +169,16 @@ class Notebook {
 
   apply(frame) {
     const id = frame.id ?? frame.cell?.id;
+    if (this.cleared.has(id)) return; // a reset from here deleted it
     switch (frame.type) {
       case "queued":
+        this.waiting.add(id);
+        this.showInfo();
         return void this.view(frame.cell);
       case "started":
+        this.waiting.delete(id);
+        this.running = { id, started_at: frame.started_at };
+        this.showInfo();
         return this.view({ id, number: frame.number }).start(frame.started_at);
       case "output":
         return this.views.get(id)?.output(frame.stream, frame.text);
@@ -149,9 +187,14 @@ class Notebook {
       case "progress":
         return this.views.get(id)?.progress(frame.message);
       case "cell":
+        this.waiting.delete(id);
+        if (this.running?.id === id) this.running = null;
+        this.showInfo();
         return this.view(frame.cell).finish(frame.cell);
       case "status":
-        return this.header.setInfo(frame.pad || null);
+        if (frame.pad && !["busy", "dead"].includes(frame.pad.status)) this.running = null;
+        if (frame.pad?.cells === 0) this.forgetRecorded(); // reset (by anyone) or removed
+        return this.showInfo(frame.pad || null);
       case "overflow":
         return this.connect(); // the feed fell behind: a new snapshot sets everything right
     }
@@ -194,7 +237,12 @@ class Notebook {
 
   ownFrame(view, frame) {
     if (!frame || typeof frame !== "object") return;
-    if (frame.type === "cell") return view.finish(frame.cell);
+    if (frame.type === "cell") {
+      // the feed's frames may still be on their way (the last output, then its own copy of
+      // this cell): it finishes the cell; this copy only when the feed stays silent
+      if (!this.live) return view.finish(frame.cell);
+      return void setTimeout(() => view.state !== "done" && !this.closed && view.finish(frame.cell), FEED_GRACE_MS);
+    }
     if (frame.type === "error") return view.fail(frame.error);
     if (this.live) return; // the feed shows this cell's output
     if (view.state === "queued") view.start(Date.now() / 1000);
@@ -212,19 +260,50 @@ class Notebook {
   }
 
   async reset() {
-    const sure = await confirmDialog(`Reset ${this.name}?`, "The kernel restarts: every variable is lost. Recorded cells stay.", "Reset");
-    if (!sure) return;
+    const sure = await confirmDialog(
+      `Reset ${this.name}?`,
+      "The kernel restarts: every variable is lost, a running or queued cell is stopped, and every recorded cell is deleted. The pad's files and installed packages stay.",
+      "Reset",
+    );
+    if (!sure || this.closed) return;
     try {
       await sendJSON("/scratchpad/reset", { name: this.name });
-      this.say("The pad was reset: its variables are gone.");
     } catch (error) {
-      this.say(`Reset failed: ${error.message}`, true);
+      return this.say(`Reset failed: ${error.message}`, true);
     }
+    this.clear();
+    this.say("The pad was reset: its variables and recorded cells are gone.");
+  }
+
+  /** The recorded cells off the page (the pad has none any more); cells to come stay. */
+  forgetRecorded() {
+    for (const [id, view] of this.views) {
+      if (view.state !== "done") continue;
+      view.destroy();
+      view.element.remove();
+      this.views.delete(id);
+      this.cleared.add(id);
+    }
+    this.empty.hidden = this.views.size > 0;
+  }
+
+  /** Every cell off the page (after a reset: the server deleted them). */
+  clear() {
+    for (const [id, view] of this.views) {
+      view.destroy();
+      this.cleared.add(id);
+    }
+    this.views.clear();
+    this.running = null;
+    this.waiting.clear();
+    this.list.replaceChildren();
+    this.empty.hidden = false;
+    this.showInfo();
   }
 
   async remove() {
     const sure = await confirmDialog(`Remove ${this.name}?`, "Its kernel, its environment and every recorded cell are deleted. This cannot be undone.", "Remove");
-    if (!sure) return;
+    if (!sure || this.closed) return;
     try {
       await sendJSON("/scratchpad/cleanup", { name: this.name });
       location.hash = "#/";

@@ -48,7 +48,7 @@ export function mount(root) {
 
 function row(pad) {
   const link = h("a", { href: `#/pads/${encodeURIComponent(pad.name)}` }, pad.name);
-  const status = h("td", {}, statusChip(pad));
+  const status = h("td", { "data-label": "Status" }, statusChip(pad));
   if (pad.status === "busy" && pad.running?.description) {
     status.append(h("span", { class: "running-what" }, pad.running.description));
   }
@@ -57,9 +57,9 @@ function row(pad) {
     { "data-pad": pad.name },
     h("th", { scope: "row" }, link),
     status,
-    h("td", { class: "num" }, pad.memory_bytes ? bytes(pad.memory_bytes) : "—"),
-    h("td", {}, ago(pad.last_activity)),
-    h("td", { class: "num" }, String(pad.cells ?? "—")),
+    h("td", { class: "num", "data-label": "Memory" }, pad.memory_bytes ? bytes(pad.memory_bytes) : "—"),
+    h("td", { "data-label": "Last activity" }, ago(pad.last_activity)),
+    h("td", { class: "num", "data-label": "Cells" }, String(pad.cells ?? "—")),
   );
 }
 

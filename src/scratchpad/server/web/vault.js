@@ -1,11 +1,14 @@
 // The Vault page (#/vault): the saved connections by name (engine, name, field names, which
 // pads get them; never a value: a stored secret shows as "•••• stored"), and add (an
 // engine's form, probed before it is saved), edit (secrets left empty keep what is stored),
-// test (the probe on the saved connection) and remove (after a confirmation).
+// test (the probe on the saved connection) and remove (after a confirmation). Above them, the
+// forms a model asked for that wait for a person (their own link may have expired), each
+// opened on its own page.
 
-import { getJSON, padPath, postStream, request, sendJSON } from "./api.js";
+import { getJSON, postStream, request, sendJSON } from "./api.js";
 import { BlockReader } from "./form/blocks.js";
 import { h, useStyles } from "./dom.js";
+import { ago } from "./format.js";
 import { icon } from "./form/icons.js";
 import { FormPanel } from "./form/panel.js";
 
@@ -92,6 +95,7 @@ class VaultView {
     this.editor = h("div", { class: "vt-editor" });
     this.drawer = this.sidePanel();
     this.list = h("div", { class: "vt-list" });
+    this.waiting = h("section", { class: "vt-waiting", "aria-label": "Forms waiting for you", hidden: true });
     const add = h("button", { type: "button", class: "vt-btn vt-btn-primary", "data-action": "add", onclick: () => this.chooseEngine() }, "Add connection");
     this.section = h(
       "section",
@@ -99,6 +103,7 @@ class VaultView {
       h("header", { class: "vt-head" }, h("h1", {}, "Vault"), add),
       h("p", { class: "vt-intro" }, "Connections pads get as DS_* variables. Values never leave the server: secrets show as stored."),
       this.message,
+      this.waiting,
       this.list,
       this.drawer,
     );
@@ -135,6 +140,7 @@ class VaultView {
 
   async load() {
     try {
+      this.forms();
       const [{ datasources }, granted] = await Promise.all([getJSON("/v1/datasources"), this.grants()]);
       if (this.alive) this.render(datasources, granted);
     } catch (error) {
@@ -142,18 +148,40 @@ class VaultView {
     }
   }
 
-  /** "engine/name" → the pads that get it. */
+  /** "engine/name" → the pads that get it (every pad's grants in one request). */
   async grants() {
-    const { pads } = await getJSON("/v1/pads");
+    const { pads } = await getJSON("/v1/grants");
     const granted = new Map();
-    const answers = await Promise.all(pads.map((pad) => getJSON(`${padPath(pad.name)}/grants`)));
-    for (const answer of answers) {
+    for (const answer of pads) {
       for (const { engine, name } of answer.connections) {
         const key = `${engine}/${name}`;
         granted.set(key, [...(granted.get(key) || []), answer.pad]);
       }
     }
     return granted;
+  }
+
+  /** The forms a model asked for that wait for a person, each with a way to open it. */
+  async forms() {
+    let forms = [];
+    try {
+      forms = (await getJSON("/v1/forms")).forms;
+    } catch {
+      forms = []; // an older server lists none
+    }
+    if (!this.alive) return;
+    this.waiting.hidden = !forms.length;
+    const row = (form) =>
+      h("li", { class: "vt-form", "data-form": form.form_id },
+        h("span", { class: "vt-form-title" }, form.title),
+        h("span", { class: "vt-form-when" }, `asked ${ago(form.created_at)}`),
+        h("a", { class: "vt-btn vt-btn-primary", href: `/connect/${encodeURIComponent(form.form_id)}` }, "Open"));
+    const count = forms.length === 1 ? "A form waits" : `${forms.length} forms wait`;
+    this.waiting.replaceChildren(
+      h("h2", {}, `${count} for you`),
+      h("p", { class: "vt-intro" }, "An agent asked for these credentials. Open one to fill it in; it is tested before it is saved."),
+      h("ul", { class: "vt-forms" }, forms.map(row)),
+    );
   }
 
   render(datasources, granted) {
