@@ -26,7 +26,8 @@ class Cell:
 
     ``result`` is the text of the last expression (a notebook's ``Out[n]``); ``outputs`` holds
     rich mime bundles (``{"image/png": <base64>, "text/plain": ...}``) from display() and
-    matplotlib; ``logs`` holds progress messages and notes from the runtime.
+    matplotlib; ``logs`` holds progress messages, ``logging`` records (INFO and up) and notes
+    from the runtime.
     """
 
     code: str
