@@ -1,0 +1,99 @@
+"""Opt-in install of what a cell failed to import (``SCRATCHPAD_AUTO_INSTALL=1``), from a
+local directory of wheels (no network)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from scratchpad.config import Settings
+from scratchpad.runtime import autoinstall, venv
+from scratchpad.runtime.cell import Cell
+from scratchpad.runtime.local import LocalRuntime
+from scratchpad.runtime.manager import ScratchpadManager
+from tests.conftest import build_wheel
+
+
+@pytest.fixture
+async def auto(
+    workspace: Path, settings: Settings, readable_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[ScratchpadManager]:
+    """A manager whose pads install missing modules from ``readable_dir`` (sklearn there)."""
+    build_wheel(readable_dir, "scikit_learn", module="sklearn", body="NAME = 'fake sklearn'\n")
+    monkeypatch.setenv("UV_FIND_LINKS", str(readable_dir))
+    monkeypatch.setenv("UV_NO_INDEX", "1")
+    mgr = ScratchpadManager(
+        workspace=workspace, settings=settings.model_copy(update={"auto_install": True})
+    )
+    yield mgr
+    await mgr.close_all()
+
+
+async def test_a_missing_module_is_installed_and_the_cell_runs_again(
+    auto: ScratchpadManager,
+) -> None:
+    pad = await auto.get_or_create("p")
+    cell = await pad.execute("print('before')\nimport sklearn\nsklearn.NAME")
+    assert (cell.status, cell.result, cell.error) == ("ok", "'fake sklearn'", None)
+    assert cell.stdout == "before\n"  # the second run's output only
+    assert cell.logs.startswith(
+        "No module named 'sklearn': installed scikit-learn (SCRATCHPAD_AUTO_INSTALL) and ran "
+        "the cell again."
+    )
+    assert [c.id for c in await pad.load_cells()] == [cell.id]  # one record: the second run
+    assert isinstance(pad, LocalRuntime)
+    assert "scikit-learn" in venv.read_requirements(pad.root)  # a rebuilt venv has it too
+    again = await pad.execute("import sklearn\n1")
+    assert (again.status, again.logs) == ("ok", "")
+
+
+async def test_an_install_that_fails_leaves_the_error_and_says_why(
+    auto: ScratchpadManager,
+) -> None:
+    pad = await auto.get_or_create("p")
+    cell = await pad.execute("import nosuchthing_here")
+    assert cell.status == "error"
+    assert "No module named 'nosuchthing_here'" in (cell.error or "")
+    assert cell.logs.startswith("Installing nosuchthing_here for 'nosuchthing_here' failed: ")
+    assert len(await pad.load_cells()) == 1
+
+
+async def test_without_the_setting_nothing_is_installed(
+    workspace: Path, settings: Settings, readable_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build_wheel(readable_dir, "scikit_learn", module="sklearn")
+    monkeypatch.setenv("UV_FIND_LINKS", str(readable_dir))
+    mgr = ScratchpadManager(workspace=workspace, settings=settings)
+    try:
+        cell = await (await mgr.get_or_create("p")).execute("import sklearn")
+    finally:
+        await mgr.close_all()
+    assert cell.status == "error" and cell.logs == ""
+
+
+@pytest.mark.parametrize(
+    ("module", "package"),
+    [
+        ("cv2", "opencv-python"),
+        ("sklearn.linear_model", "scikit-learn"),
+        ("PIL", "pillow"),
+        ("yaml", "PyYAML"),
+        ("bs4", "beautifulsoup4"),
+        ("requests", "requests"),
+        ("tomllib", None),  # the standard library: nothing to install
+        ("_private", None),
+        ("has space", None),  # not a PEP 508 name
+        ("-r", None),
+    ],
+)
+def test_import_names_map_to_packages(module: str, package: str | None) -> None:
+    assert autoinstall.package_for(module) == package
+
+
+def test_only_a_cell_that_ended_on_the_missing_module_asks() -> None:
+    error = "Traceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'x'\n"
+    assert autoinstall.missing_module(Cell("import x", error=error, status="error")) == "x"
+    caught = Cell("1", error=error + "\nDuring handling...\nValueError: v", status="error")
+    assert autoinstall.missing_module(caught) is None
