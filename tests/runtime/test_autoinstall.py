@@ -3,8 +3,13 @@ local directory of wheels (no network)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+import http.server
+import threading
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,3 +102,54 @@ def test_only_a_cell_that_ended_on_the_missing_module_asks() -> None:
     assert autoinstall.missing_module(Cell("import x", error=error, status="error")) == "x"
     caught = Cell("1", error=error + "\nDuring handling...\nValueError: v", status="error")
     assert autoinstall.missing_module(caught) is None
+
+
+@contextlib.contextmanager
+def held_index(wheels: Path) -> Iterator[tuple[str, threading.Event, threading.Event]]:
+    """A find-links page on loopback that answers only once ``release`` is set; ``asked`` is
+    set when the installer first asks (the install is under way then)."""
+    asked, release = threading.Event(), threading.Event()
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(wheels), **kwargs)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            asked.set()
+            release.wait(30)
+            super().do_GET()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", asked, release
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+
+
+async def test_a_cell_cancelled_while_its_package_installs_does_not_run_again(
+    workspace: Path, settings: Settings, readable_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build_wheel(readable_dir, "scikit_learn", module="sklearn")
+    with held_index(readable_dir) as (url, asked, release):
+        monkeypatch.delenv("UV_OFFLINE")
+        monkeypatch.setenv("UV_FIND_LINKS", url)
+        monkeypatch.setenv("UV_NO_INDEX", "1")
+        mgr = ScratchpadManager(
+            workspace=workspace, settings=settings.model_copy(update={"auto_install": True})
+        )
+        try:
+            pad = await mgr.get_or_create("p")
+            running = asyncio.create_task(pad.execute("import sklearn\nprint('ran again')"))
+            assert await asyncio.to_thread(asked.wait, 30)
+            assert await pad.cancel()
+            release.set()
+            cell = await asyncio.wait_for(running, 60)
+        finally:
+            await mgr.close_all()
+    assert cell.status == "cancelled" and cell.stdout == ""

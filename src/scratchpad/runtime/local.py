@@ -208,11 +208,16 @@ class LocalRuntime(ScratchpadRuntime):
                 queue.forbid(cell_id)
             return False
         run = self._run
-        if ticket is queue.current and run is not None and run.cell is ticket.cell:
+        if (
+            ticket is queue.current
+            and run is not None
+            and run.cell is ticket.cell
+            and not run.finished
+        ):
             run.request_cancel()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(run.done_event.wait(), self.settings.interrupt_grace_s + 10)
-        else:  # queued, or waiting for its kernel: it never runs
+        else:  # queued, waiting for its kernel, or for a package to run again: it never runs
             ticket.cancel()
         return True
 
