@@ -114,6 +114,8 @@ async def test_web_search_without_native_support_is_explained(
     cell = await pad.execute("web_search('news')")
     assert cell.status == "error"
     assert "needs a provider with native web search" in (cell.error or "")
+    antons = await pad.execute("web_search('news', max_tokens=500)")  # as Anton's cells call it
+    assert "needs a provider with native web search" in (antons.error or "")
 
 
 async def test_long_model_calls_report_progress(stub: StubServer, pad: ScratchpadRuntime) -> None:

@@ -336,7 +336,9 @@ async def test_cancel_and_reset_of_a_pad_that_is_gone_answer_that_nothing_was_do
     assert not manager.exists("gone")  # nothing was made by asking
 
 
-@pytest.mark.parametrize("spec", ["-r", "--index-url=https://example.invalid/simple"])
+@pytest.mark.parametrize(
+    "spec", ["-r", "-r requirements.txt", "six --pre", "--index-url=https://example.invalid/simple"]
+)
 async def test_an_option_as_a_package_answers_as_a_failed_install(
     client: httpx.AsyncClient, spec: str
 ) -> None:

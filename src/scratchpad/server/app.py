@@ -300,7 +300,7 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     async def install(body: InstallRequest) -> dict[str, Any]:
         if not body.packages:
             return {"result": "No packages specified."}
-        options = [spec for spec in body.packages if spec.strip().startswith("-")]
+        options = [s for s in body.packages if any(w.startswith("-") for w in s.split())]
         if options:  # e.g. "-r FILE": answered as the protocol's other server's pip would
             return {"result": f"Install failed (refused): {options[0]!r} {NOT_A_PACKAGE}"}
         pad = await manager.get_or_create(body.name)

@@ -50,7 +50,7 @@ def agentic_loop(
     return get_llm().run_loop(system, user_message, tools, handle_tool, max_turns, max_tokens)
 
 
-def web_search(query: str) -> str:
+def web_search(query: str, *, max_tokens: int = 2048) -> str:
     """Web search through the model provider's native search tool (Anthropic has one)."""
     llm = get_llm()
     search = getattr(llm.provider, "web_search", None)
@@ -59,7 +59,7 @@ def web_search(query: str) -> str:
             f"web_search needs a provider with native web search; {llm.provider.name!r} has "
             "none here. Fetch pages directly (for example with httpx), or use an anthropic model"
         )
-    return str(llm.wait(search(query)))
+    return str(llm.wait(search(query, max_tokens=max_tokens)))
 
 
 class Completion(str):
