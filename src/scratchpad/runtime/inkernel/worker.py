@@ -101,9 +101,9 @@ class _LoggingHook:
 
     @staticmethod
     def find_spec(name: str, path: object = None, target: object = None) -> Any:
-        if name != "logging":
+        if name != "logging" or _LoggingHook not in sys.meta_path:
             return None
-        sys.meta_path.remove(_LoggingHook)
+        sys.meta_path.remove(_LoggingHook)  # once: from now on logging is found as usual
         import _scratchpad_cell_logs
 
         return _scratchpad_cell_logs.routed_spec(name, path, target)
