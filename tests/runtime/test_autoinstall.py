@@ -15,7 +15,7 @@ import pytest
 
 from scratchpad.config import Settings
 from scratchpad.runtime import autoinstall, venv
-from scratchpad.runtime.cell import Cell
+from scratchpad.runtime.cell import Cell, ProgressEvent
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from tests.conftest import build_wheel
@@ -40,7 +40,12 @@ async def test_a_missing_module_is_installed_and_the_cell_runs_again(
     auto: ScratchpadManager,
 ) -> None:
     pad = await auto.get_or_create("p")
-    cell = await pad.execute("print('before')\nimport sklearn\nsklearn.NAME")
+    items = [
+        i async for i in pad.execute_streaming("print('before')\nimport sklearn\nsklearn.NAME")
+    ]
+    assert ProgressEvent("installing scikit-learn…") in items  # the caller hears of the install
+    cell = items[-1]
+    assert isinstance(cell, Cell)
     assert (cell.status, cell.result, cell.error) == ("ok", "'fake sklearn'", None)
     assert cell.stdout == "before\n"  # the second run's output only
     assert cell.logs.startswith(

@@ -28,7 +28,7 @@ from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
 from scratchpad.runtime import autoinstall, venv, workdir
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
-from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem, new_cell_id
+from scratchpad.runtime.cell import CappedOutput, Cell, ProgressEvent, StreamItem, new_cell_id
 from scratchpad.runtime.cellqueue import CellQueue, Ticket
 from scratchpad.runtime.cellrun import Caps, CellRun
 from scratchpad.runtime.history import CellHistory, fold, unrecorded
@@ -308,10 +308,12 @@ class LocalRuntime(ScratchpadRuntime):
                 items = self.watch.seen(await run.step())
                 if run.finished and not retried and (package := self._to_install(run)):
                     retried = True
+                    for item in items:
+                        if not isinstance(item, Cell):
+                            yield item
+                    yield self.watch.seen([ProgressEvent(f"installing {package}…")])[0]
                     run = await self._install_and_rerun(ticket, timeouts, run, package)
-                    items = [item for item in items if not isinstance(item, Cell)]
-                    if run.finished:  # the install failed, or the cell was cancelled
-                        items.append(run.cell)
+                    items = [run.cell] if run.finished else []  # failed, or cancelled
                 for item in items:
                     if isinstance(item, Cell):
                         await self._persist(item)  # on disk before anyone hears of it
