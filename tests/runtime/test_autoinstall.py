@@ -70,6 +70,18 @@ async def test_an_install_that_fails_leaves_the_error_and_says_why(
     assert len(await pad.load_cells()) == 1
 
 
+async def test_a_package_without_the_module_is_not_installed_twice(
+    auto: ScratchpadManager,
+) -> None:
+    pad = await auto.get_or_create("p")
+    await pad.install_packages(["scikit-learn"])
+    cell = await pad.execute("import sklearn.nothing_here")
+    assert cell.status == "error"
+    assert cell.logs == (
+        "scikit-learn (for 'sklearn.nothing_here') is installed already; it has no such module."
+    )
+
+
 async def test_without_the_setting_nothing_is_installed(
     workspace: Path, settings: Settings, readable_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

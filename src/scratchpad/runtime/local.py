@@ -387,17 +387,21 @@ class LocalRuntime(ScratchpadRuntime):
         same cell; when the install fails, the failed run stands, its logs saying why."""
         module = autoinstall.missing_module(run.cell)
         try:
-            report = await self._install([package])
+            report, installed = await self._install([package])
         except (ScratchpadError, OSError) as exc:
             output = exc.output if isinstance(exc, InstallError) and exc.output else str(exc)
-            why = scrub(f"Installing {package} for {module!r} failed: {cut_middle(output, 2000)}")
+            why = f"Installing {package} for {module!r} failed: {cut_middle(output, 2000)}"
+            run.cell.logs = scrub(f"{run.cell.logs}\n{why}" if run.cell.logs else why)
+            return run
+        if not installed:  # the package is there without the module: a rerun fails alike
+            why = f"{package} (for {module!r}) is installed already; it has no such module."
             run.cell.logs = f"{run.cell.logs}\n{why}" if run.cell.logs else why
             return run
         self._forget(run.cell)  # the first run is not the cell's record: the second is
         autoinstall.start_over(run.cell)
         self._notes.append(
             f"No module named {module!r}: installed {package} (SCRATCHPAD_AUTO_INSTALL) "
-            f"and ran the cell again. {report.strip()}".strip()
+            f"and ran the cell again.\n{cut_middle(report.strip(), 2000)}".strip()
         )
         try:
             return await self._begin(ticket, timeouts)
@@ -490,10 +494,11 @@ class LocalRuntime(ScratchpadRuntime):
         async with self._lock:
             self._check_open()
             await self._ensure_kernel()
-            return await self._install(specs)
+            return (await self._install(specs))[0]
 
-    async def _install(self, specs: list[str]) -> str:
-        """Install ``specs`` into the venv; the caller holds the pad's turn."""
+    async def _install(self, specs: list[str]) -> tuple[str, list[str]]:
+        """Install ``specs`` into the venv (the caller holds the pad's turn): the report, and
+        the specs installed (those not there already)."""
         present = await self._request(
             {"type": "which_installed", "names": venv.plain_names(specs)}, "installed"
         )
@@ -506,7 +511,7 @@ class LocalRuntime(ScratchpadRuntime):
             with disk_full_in(self.settings.home):
                 venv.record_requirements(self.root, wanted)
             await self._request({"type": "refresh_imports"}, "ack")
-        return "\n".join(report)
+        return "\n".join(report), wanted
 
     async def _request(self, message: dict[str, object], reply: str) -> dict[str, object]:
         """Ask the idle kernel something and wait for the answer of type ``reply``."""
