@@ -89,12 +89,15 @@ async def wait_until_busy(*pads: ScratchpadRuntime) -> None:
         await asyncio.sleep(0.01)
 
 
-def build_wheel(directory: Path, name: str, version: str = "1.0", body: str = "") -> Path:
-    """A minimal pure-Python wheel, so install tests never need the network."""
+def build_wheel(
+    directory: Path, name: str, version: str = "1.0", body: str = "", module: str = ""
+) -> Path:
+    """A minimal pure-Python wheel, so install tests never need the network (its package is
+    ``module``, else ``name``)."""
     dist = f"{name}-{version}.dist-info"
     wheel = directory / f"{name}-{version}-py3-none-any.whl"
     files = {
-        f"{name}/__init__.py": body or f"VERSION = {version!r}\n",
+        f"{module or name}/__init__.py": body or f"VERSION = {version!r}\n",
         f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
         "Tag: py3-none-any\n",

@@ -86,6 +86,11 @@ class Settings(BaseSettings):
     )
     venv_create_attempts: int = Field(3, ge=1)
     install_timeout_s: float = Field(120.0, gt=0)
+    auto_install: bool = Field(
+        False,
+        description="When a cell fails on a missing module, install its package (cv2 → "
+        "opencv-python, ...), say so in the cell's logs and run the cell once more.",
+    )
     compact_keep_cells: int = Field(5, ge=1, description="Cells kept whole by view().")
 
     sandbox: Literal["auto", "off", "require"] = Field(

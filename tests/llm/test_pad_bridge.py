@@ -114,6 +114,8 @@ async def test_web_search_without_native_support_is_explained(
     cell = await pad.execute("web_search('news')")
     assert cell.status == "error"
     assert "needs a provider with native web search" in (cell.error or "")
+    antons = await pad.execute("web_search('news', max_tokens=500)")  # as Anton's cells call it
+    assert "needs a provider with native web search" in (antons.error or "")
 
 
 async def test_long_model_calls_report_progress(stub: StubServer, pad: ScratchpadRuntime) -> None:
@@ -128,3 +130,60 @@ async def test_long_model_calls_report_progress(stub: StubServer, pad: Scratchpa
     )
     assert cell.result == "'slow answer'"
     assert "waiting for the model" in cell.logs
+
+
+async def test_cells_written_for_antons_pads_work_unchanged(
+    stub: StubServer, pad: ScratchpadRuntime
+) -> None:
+    """Anton's get_llm(): ``complete`` answers an object with ``.content`` and ``.tool_calls``
+    and takes ``tools=`` / ``tool_choice=``; the model has ``.model``; ``agentic_loop`` takes
+    ``max_tokens=``. Its own loop feeds tool results back as Anthropic-style dicts."""
+    await pad.configure_llm(STUB_LLM)
+    stub.queue(
+        tool_call("lookup", {"key": "x"}),
+        completion({"content": "x is 42"}),
+        completion({"content": "done"}),
+    )
+    cell = await pad.execute(
+        "llm = get_llm()\n"
+        "tools = [{'name': 'lookup', 'description': 'look up', 'input_schema': "
+        "{'type': 'object', 'properties': {'key': {'type': 'string'}}}}]\n"
+        "messages = [{'role': 'user', 'content': 'what is x?'}]\n"
+        "r = llm.complete(system='s', messages=messages, tools=tools, "
+        "tool_choice={'type': 'tool', 'name': 'lookup'}, max_tokens=100)\n"
+        "call = r.tool_calls[0]\n"
+        "messages += [{'role': 'assistant', 'content': [{'type': 'tool_use', 'id': call.id, "
+        "'name': call.name, 'input': call.input}]}, {'role': 'user', 'content': "
+        "[{'type': 'tool_result', 'tool_use_id': call.id, 'content': '42'}]}]\n"
+        "final = llm.complete(system='s', messages=messages, tools=tools)\n"
+        "loop = agentic_loop(system='s', user_message='go', tools=tools, "
+        "handle_tool=lambda n, i: '', max_tokens=77)\n"
+        "(llm.model, call.name, call.input, r.content, final.content, final == 'x is 42', "
+        "final + '!', final.stop_reason, loop)"
+    )
+    assert cell.status == "ok", cell.error
+    assert cell.result == (
+        "('stub-model', 'lookup', {'key': 'x'}, '', 'x is 42', True, 'x is 42!', 'end_turn', "
+        "'done')"
+    )
+    first, second, third = (request["body"] for request in stub.requests)
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "lookup"}}
+    assert first["tools"][0]["function"]["name"] == "lookup"
+    assert first["max_tokens"] == 100
+    assert second["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "42"}
+    assert third["max_tokens"] == 77
+
+
+async def test_a_reply_survives_as_text_where_text_is_expected(
+    stub: StubServer, pad: ScratchpadRuntime
+) -> None:
+    await pad.configure_llm(STUB_LLM)
+    stub.queue(completion({"content": "hello"}))
+    cell = await pad.execute(
+        "import json, pickle\n"
+        "r = get_llm().complete(messages=[{'role': 'user', 'content': 'hi'}])\n"
+        "back = pickle.loads(pickle.dumps(r))\n"
+        "(json.dumps(r), r.upper(), isinstance(r, str), back.content, back.model)"
+    )
+    assert cell.status == "ok", cell.error
+    assert cell.result == "('\"hello\"', 'HELLO', True, 'hello', 'stub-model')"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scratchpad.runtime.cell import CappedOutput, Cell
+from scratchpad.runtime.cell import CappedOutput, Cell, encoded_size, fit_cell
 
 
 def test_cell_round_trips_through_json_dict() -> None:
@@ -62,3 +64,15 @@ def test_capped_output_never_exceeds_cap_and_counts_everything(
     assert kept + buffer.dropped == total
     if total <= cap:
         assert buffer.text() == b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_a_fitted_cell_cuts_each_field_once_and_counts_every_character() -> None:
+    cell = Cell("x", stdout="q" * (128 * 1024 + 2), stderr="z" * 30_000, logs="j" * 20_000)
+    fitted = fit_cell(cell.to_dict(), 60 * 1024, lambda field: f"(whole: {field})")
+    assert encoded_size(fitted) <= 60 * 1024
+    for field, whole in (("stdout", cell.stdout), ("stderr", cell.stderr), ("logs", cell.logs)):
+        note = rf"\[\.\.\. (\d+) characters cut \(whole: {field}\) \.\.\.\]"
+        notes = re.findall(note, fitted[field])
+        assert len(notes) <= 1
+        cut = int(notes[0]) if notes else 0
+        assert fitted[field].count(whole[0]) + cut == len(whole)

@@ -151,6 +151,8 @@ async def test_errors_come_back_as_their_own_class(tmp_path: Path) -> None:
             await pad.reset()
         with pytest.raises(InvalidInputError, match="timeout_s must be"):
             await pad.execute("1", timeout_s=-1)
+        with pytest.raises(InvalidInputError, match="not allowed"):
+            await pad.install_packages(["-r", "requirements.txt"])
         await pad.detach()
 
 

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -86,6 +87,38 @@ async def test_a_plain_client_never_gets_a_frame_over_64_kib(
     async with httpx.AsyncClient(headers=HEADERS) as http:
         whole = (await http.get(f"{url}/v1/pads/big/cells/{cell['id']}")).json()
     assert len(whole[field]) > len(cell[field])  # the whole cell is where the note says
+
+
+CUT_NOTE = re.compile(r"\n\[\.\.\. (\d+) characters cut to fit the stream; ([^\]]*) \.\.\.\]\n")
+
+
+async def test_a_cut_field_has_one_note_with_the_true_count_and_where_the_text_is(
+    server: tuple[str, subprocess.Popen[str]],
+) -> None:
+    url, _ = server
+    code = "print('a' * (128*1024+1))\n" + "# the client's own code stays whole\n" * 500
+    frames = [f async for f in anton_frames(url, {"name": "big", "code": code})]
+    cell = frames[-1]["cell"]
+    assert cell["code"] == code  # never cut: the client sent it
+    notes = CUT_NOTE.findall(cell["stdout"])
+    assert len(notes) == 1, cell["stdout"][:200]
+    count, where = int(notes[0][0]), notes[0][1]
+    assert where == f"the whole text: GET /v1/pads/big/cells/{cell['id']}/text?field=stdout"
+    kept = len(CUT_NOTE.sub("", cell["stdout"]))
+    assert kept + count == 128 * 1024 + 2  # every character is kept or counted
+    async with httpx.AsyncClient(headers=HEADERS) as http:
+        text = await http.get(f"{url}{where.split('GET ')[1]}", params={"length": 10**6})
+    assert text.json()["total"] == 128 * 1024 + 2
+
+
+async def test_code_too_long_for_the_frame_is_left_to_the_client(
+    server: tuple[str, subprocess.Popen[str]],
+) -> None:
+    url, _ = server
+    code = "x = 1\n" + "#" * 70_000
+    frames = [f async for f in anton_frames(url, {"name": "big", "code": code})]
+    assert frames[-1]["cell"]["status"] == "ok"
+    assert "code" not in frames[-1]["cell"]  # Anton's client keeps the code it sent
 
 
 async def test_a_client_that_goes_away_interrupts_its_cell_and_frees_the_pad(

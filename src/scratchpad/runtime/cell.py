@@ -29,10 +29,11 @@ class Cell:
     ``result`` is the text of the last expression (a notebook's ``Out[n]``) and
     ``result_data`` its rich forms (``{"text/html": ...}`` of a DataFrame; text/plain is
     ``result``); ``outputs`` holds rich mime bundles (``{"image/png": <base64>, "text/plain":
-    ...}``) from display() and matplotlib; ``logs`` holds progress messages and notes from the
-    runtime. ``number`` is the cell's place in its pad, 1-based, fixed when it is queued and
-    shown the same everywhere (view, dump, a notebook's execution_count, tracebacks); 0 for a
-    cell that stands for others (a summary, a note of folded history) or never reached a pad.
+    ...}``) from display() and matplotlib; ``logs`` holds progress messages, ``logging``
+    records (INFO and up) and notes from the runtime. ``number`` is the cell's place in its
+    pad, 1-based, fixed when it is queued and shown the same everywhere (view, dump, a
+    notebook's execution_count, tracebacks); 0 for a cell that stands for others (a summary,
+    a note of folded history) or never reached a pad.
     """
 
     code: str
@@ -243,40 +244,48 @@ def _outputs_chars(outputs: list[dict[str, Any]]) -> int:
     return sum(bundle_size(bundle) for bundle in outputs)
 
 
-def fit_cell(cell: dict[str, Any], limit: int, why: str) -> dict[str, Any]:
+def fit_cell(cell: dict[str, Any], limit: int, why: str | Callable[[str], str]) -> dict[str, Any]:
     """A copy of the cell (as JSON data) whose encoding takes at most about ``limit`` bytes:
-    outputs left out and long fields cut to their head and tail, each cut saying how much
-    went and ``why`` (e.g. where the whole cell is)."""
+    outputs left out and long fields cut to their head and tail. Each field is cut once, from
+    its whole text, so its note counts every character that went; ``why`` (or ``why(field)``)
+    ends the note, e.g. where the whole text is."""
     if rough_chars(cell) <= limit and encoded_size(cell) <= limit:
         return cell
+    note = why if callable(why) else lambda field: why
     cell = dict(cell)
     outputs = cell.get("outputs") or []
     if _outputs_chars(outputs) > limit // 4 or encoded_size(outputs) > limit // 4:
         kinds = ", ".join(sorted({kind for bundle in outputs for kind in bundle}))
-        cell["outputs"] = [{"text/plain": f"[{len(outputs)} output(s) ({kinds}) left out {why}]"}]
+        left_out = f"[{len(outputs)} output(s) ({kinds}) left out {note('outputs')}]"
+        cell["outputs"] = [{"text/plain": left_out}]
     rich = cell.get("result_data") or {}
     if bundle_size(rich) > limit // 4 or encoded_size(rich) > limit // 4:
         cell["result_data"] = {}  # the result's text stays
-    for name in FITTED_FIELDS:  # nothing longer than the whole limit can stay whole
-        if isinstance(cell.get(name), str) and len(cell[name]) > limit:
-            cell[name] = _cut(cell[name], limit, why)
+    whole = {f: cell[f] for f in FITTED_FIELDS if isinstance(cell.get(f), str)}
+    keep = {f: min(len(text), limit) for f, text in whole.items()}  # none longer than it all
+    for name in whole:
+        cell[name] = _cut(whole[name], keep[name], note(name))
     for _ in range(100):
         size = encoded_size(cell)
-        if size <= limit:
+        if size <= limit or not whole:
             break
-        longest = max(
-            (f for f in FITTED_FIELDS if isinstance(cell.get(f), str)),
-            key=lambda f: encoded_size(cell[f]),
-        )
+        longest = max(whole, key=lambda f: encoded_size(cell[f]))
         text = cell[longest]
         ratio = len(text) / max(1, encoded_size(text))
-        keep = len(text) - int((size - limit) * ratio) - len(why) - 100
-        cut = _cut(text, max(keep, len(text) // 2), why)
-        cell[longest] = cut if encoded_size(cut) < encoded_size(text) else ""
+        fewer = keep[longest] - int((size - limit) * ratio) - 100
+        keep[longest] = max(fewer, keep[longest] // 2) if fewer > 0 else 0
+        cut = _cut(whole[longest], keep[longest], note(longest))
+        if encoded_size(cut) >= encoded_size(text):
+            cut = ""  # even the note does not fit
+        if not cut:
+            del whole[longest]  # nothing left of it to cut
+        cell[longest] = cut
     return cell
 
 
 def _cut(text: str, keep: int, why: str) -> str:
+    """``text`` as its head and tail, ``keep`` characters in all, around a note counting
+    what went (``text`` is whole: the count is true)."""
     if len(text) <= keep:
         return text
     half = keep // 2

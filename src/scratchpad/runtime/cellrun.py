@@ -198,6 +198,11 @@ class CellRun:
                 scrub_message(clean_text(str(message.get("message", "")))), MESSAGE_CAP
             )
             return [ProgressEvent(text)] if self._keep(self.logs.append(text), now) else []
+        if kind == "log":  # a logging record: the cell's logs, not its progress
+            self.logs.append(
+                cut_middle(scrub_message(clean_text(str(message.get("message", "")))), MESSAGE_CAP)
+            )
+            return []
         if kind == "display" and isinstance(message.get("data"), dict):
             data = fit_bundle(scrub_bundle(clean_data(message["data"])), self.displays.half)
             return [DisplayEvent(data)] if self._keep(self.displays.append(data), now) else []

@@ -43,7 +43,7 @@ READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20  # bigger pipes: a cell can write 1 MiB without waiting for the parent
 MAX_QUEUED_BYTES = 8 << 20  # output queued but not consumed before reading pauses
 # Frames whose place among the output matters: output written before them is in the pipes.
-ORDERED_AFTER_OUTPUT = frozenset({"done", "progress", "display", "result"})
+ORDERED_AFTER_OUTPUT = frozenset({"done", "progress", "log", "display", "result"})
 CELL_FRAMES = frozenset({"started", *ORDERED_AFTER_OUTPUT})  # carry the id of their cell
 REPLIES = frozenset({"ack", "installed"})  # carry the id of their request
 

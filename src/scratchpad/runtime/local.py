@@ -26,9 +26,9 @@ from scratchpad.errors import (
 )
 from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
-from scratchpad.runtime import venv, workdir
+from scratchpad.runtime import autoinstall, venv, workdir
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
-from scratchpad.runtime.cell import CappedOutput, Cell, StreamItem, new_cell_id
+from scratchpad.runtime.cell import CappedOutput, Cell, ProgressEvent, StreamItem, new_cell_id
 from scratchpad.runtime.cellqueue import CellQueue, Ticket
 from scratchpad.runtime.cellrun import Caps, CellRun
 from scratchpad.runtime.history import CellHistory, fold, unrecorded
@@ -38,7 +38,8 @@ from scratchpad.runtime.limits import LimitGuard, PadLimits, disk_meter
 from scratchpad.runtime.rescrub import rescrub_history, scrub_cell
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 from scratchpad.runtime.watch import PadWatch
-from scratchpad.scrub import register, scrubber
+from scratchpad.scrub import register, scrub, scrubber
+from scratchpad.text import cut_middle
 
 log = logging.getLogger(__name__)
 DEATHS_BEFORE_FULL_RESET = 2
@@ -209,11 +210,16 @@ class LocalRuntime(ScratchpadRuntime):
                 queue.forbid(cell_id)
             return False
         run = self._run
-        if ticket is queue.current and run is not None and run.cell is ticket.cell:
+        if (
+            ticket is queue.current
+            and run is not None
+            and run.cell is ticket.cell
+            and not run.finished
+        ):
             run.request_cancel()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(run.done_event.wait(), self.settings.interrupt_grace_s + 10)
-        else:  # queued, or waiting for its kernel: it never runs
+        else:  # queued, waiting for its kernel, or for a package to run again: it never runs
             ticket.cancel()
         return True
 
@@ -300,8 +306,18 @@ class LocalRuntime(ScratchpadRuntime):
             if run.finished:  # cancelled while its kernel started
                 await self._persist(run.cell)
                 yield run.cell
+            retried = False
             while not run.finished:
-                for item in self.watch.seen(await run.step()):
+                items = self.watch.seen(await run.step())
+                if run.finished and not retried and (package := self._to_install(run)):
+                    retried = True
+                    for item in items:
+                        if not isinstance(item, Cell):
+                            yield item
+                    yield self.watch.seen([ProgressEvent(f"installing {package}…")])[0]
+                    run = await self._install_and_rerun(ticket, timeouts, run, package)
+                    items = [run.cell] if run.finished else []  # failed, or cancelled
+                for item in items:
                     if isinstance(item, Cell):
                         await self._persist(item)  # on disk before anyone hears of it
                     yield item
@@ -369,6 +385,51 @@ class LocalRuntime(ScratchpadRuntime):
             run.begin()  # a dead kernel shows up as an "exit" event on the first step
             self.watch.started(ticket.cell)
         return run
+
+    def _to_install(self, run: CellRun) -> str | None:
+        """The package to install for a cell that failed on a missing module (opt-in)."""
+        if not self.settings.auto_install:
+            return None
+        module = autoinstall.missing_module(run.cell)
+        return None if module is None else autoinstall.package_for(module)
+
+    async def _install_and_rerun(
+        self, ticket: Ticket, timeouts: Timeouts, run: CellRun, package: str
+    ) -> CellRun:
+        """Install ``package`` (the cell holds the pad's turn), then run the cell again as the
+        same cell; when the install fails, the failed run stands, its logs saying why."""
+        module = autoinstall.missing_module(run.cell)
+        try:
+            report, installed = await self._install([package])
+        except (ScratchpadError, OSError) as exc:
+            output = exc.output if isinstance(exc, InstallError) and exc.output else str(exc)
+            why = f"Installing {package} for {module!r} failed: {cut_middle(output, 2000)}"
+            run.cell.logs = scrub(f"{run.cell.logs}\n{why}" if run.cell.logs else why)
+            return run
+        if not installed:  # the package is there without the module: a rerun fails alike
+            why = f"{package} (for {module!r}) is installed already; it has no such module."
+            run.cell.logs = f"{run.cell.logs}\n{why}" if run.cell.logs else why
+            return run
+        self._forget(run.cell)  # the first run is not the cell's record: the second is
+        autoinstall.start_over(run.cell)
+        self._notes.append(
+            f"No module named {module!r}: installed {package} (SCRATCHPAD_AUTO_INSTALL) "
+            f"and ran the cell again.\n{cut_middle(report.strip(), 2000)}".strip()
+        )
+        try:
+            return await self._begin(ticket, timeouts)
+        except BaseException as exc:
+            run.cell.status = "killed"
+            run.cell.error = f"The cell could not start again after the install: {exc}\n"
+            self.watch.recorded(run.cell)
+            raise
+
+    def _forget(self, cell: Cell) -> None:
+        """Undo the record of ``cell`` in memory (it is about to run again)."""
+        if self._cells and self._cells[-1] is cell:
+            self._cells.pop()
+        if self._by_id is not None and self._by_id.get(cell.id) is cell:
+            del self._by_id[cell.id]
 
     def _finish_in_background(self, run: CellRun, ticket: Ticket) -> None:
         async def finish() -> Cell:
@@ -446,19 +507,24 @@ class LocalRuntime(ScratchpadRuntime):
         async with self._lock:
             self._check_open()
             await self._ensure_kernel()
-            present = await self._request(
-                {"type": "which_installed", "names": venv.plain_names(specs)}, "installed"
-            )
-            names = present.get("names")
-            present_names = [str(n) for n in names] if isinstance(names, list) else []
-            wanted = [spec for spec in specs if spec not in present_names]
-            report = [f"Already installed: {', '.join(present_names)}"] if present_names else []
-            if wanted:
-                report.append(await self._launcher.install(wanted))
-                with disk_full_in(self.settings.home):
-                    venv.record_requirements(self.root, wanted)
-                await self._request({"type": "refresh_imports"}, "ack")
-            return "\n".join(report)
+            return (await self._install(specs))[0]
+
+    async def _install(self, specs: list[str]) -> tuple[str, list[str]]:
+        """Install ``specs`` into the venv (the caller holds the pad's turn): the report, and
+        the specs installed (those not there already)."""
+        present = await self._request(
+            {"type": "which_installed", "names": venv.plain_names(specs)}, "installed"
+        )
+        names = present.get("names")
+        present_names = [str(n) for n in names] if isinstance(names, list) else []
+        wanted = [spec for spec in specs if spec not in present_names]
+        report = [f"Already installed: {', '.join(present_names)}"] if present_names else []
+        if wanted:
+            report.append(await self._launcher.install(wanted))
+            with disk_full_in(self.settings.home):
+                venv.record_requirements(self.root, wanted)
+            await self._request({"type": "refresh_imports"}, "ack")
+        return "\n".join(report), wanted
 
     async def _request(self, message: dict[str, object], reply: str) -> dict[str, object]:
         """Ask the idle kernel something and wait for the answer of type ``reply``."""

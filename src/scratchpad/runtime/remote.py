@@ -23,6 +23,7 @@ from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 from scratchpad.errors import (
     PadClosedError,
     PadError,
+    PadNotFoundError,
     ScratchpadError,
     UnauthorizedError,
     error_from_http,
@@ -45,6 +46,7 @@ from scratchpad.runtime.cell import (
     StreamItem,
     new_cell_id,
 )
+from scratchpad.runtime.venv import validate_specs
 
 CONNECT_TIMEOUT_S = 30.0
 DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
@@ -107,7 +109,9 @@ class RemoteRuntime(ScratchpadRuntime):
         )
 
     async def reset(self) -> None:
-        await self._post("/scratchpad/reset", {"name": self.name})
+        answer = await self._post("/scratchpad/reset", {"name": self.name})
+        if answer.get("reset") is False:  # the server had no such pad (it answers 200)
+            raise PadNotFoundError(f"no pad named {self.name!r}; there is nothing to reset")
         self.cells = []
 
     async def close(self, *, reason: str = CLOSED) -> None:
@@ -123,7 +127,10 @@ class RemoteRuntime(ScratchpadRuntime):
         if cell_id is not None:
             body["id"] = cell_id
         answer = await self._post("/scratchpad/cancel", body)
-        return bool(answer.get("cancelled", True))  # servers written elsewhere do not say
+        cancelled = bool(answer.get("cancelled", True))  # servers written elsewhere do not say
+        if not cancelled and cell_id is None:  # the pad idle, or gone: PadNotFoundError then
+            await self._get(f"/v1/pads/{url_component(self.name)}/info")
+        return cancelled
 
     async def cleanup(self) -> None:
         self._closed = self._destroyed = True
@@ -150,6 +157,7 @@ class RemoteRuntime(ScratchpadRuntime):
         return self.cells
 
     async def install_packages(self, packages: list[str]) -> str:
+        validate_specs(packages)  # refused here: the server answers them as a failed install
         answer = await self._post("/scratchpad/install", {"name": self.name, "packages": packages})
         return str(answer.get("result", ""))
 

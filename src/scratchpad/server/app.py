@@ -72,6 +72,7 @@ from scratchpad.server.schemas import (
     PadList,
     PadName,
     PadPath,
+    ResetAnswer,
     ServerInfo,
 )
 from scratchpad.server.sse import EventStream
@@ -254,6 +255,12 @@ def _allowed(app: FastAPI, scope: Scope) -> str:
     return ", ".join(sorted(methods))
 
 
+NOT_A_PACKAGE = (
+    "is an option, not a package: give names with optional versions ('pandas>=2'), URLs or "
+    "paths (for a requirements file, its lines)"
+)
+
+
 def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     @app.post("/scratchpad/start", **answers(Ok, 400, 422, 503))
     async def start(body: StartRequest) -> dict[str, Any]:
@@ -268,21 +275,23 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         await pad.configure_llm(llm)
         return {"ok": True}
 
-    @app.post("/scratchpad/reset", **answers(Ok, 400, 404, 409, 422, 503))
+    @app.post("/scratchpad/reset", **answers(ResetAnswer, 400, 409, 422, 503))
     async def reset(body: PadRequest) -> dict[str, Any]:
-        await (await _existing(manager, body.name)).reset()
-        return {"ok": True}
+        """Reset the pad; one that is gone (another client removed it) has nothing to reset."""
+        if not manager.exists(body.name):
+            return {"ok": True, "reset": False}
+        await (await manager.get_or_create(body.name)).reset()
+        return {"ok": True, "reset": True}
 
     @app.post("/scratchpad/close", **answers(Ok, 400, 422))
     async def close(body: PadRequest) -> dict[str, Any]:
         await manager.close(body.name)
         return {"ok": True}
 
-    @app.post("/scratchpad/cancel", **answers(CancelAnswer, 400, 404, 422))
+    @app.post("/scratchpad/cancel", **answers(CancelAnswer, 400, 422))
     async def cancel(body: CancelRequest) -> dict[str, Any]:
+        """Cancel the pad's running cell (or cell ``id``); a pad that is gone has none."""
         check_cell_id(body.id)
-        if body.id is None and not manager.exists(body.name):
-            raise PadNotFoundError(f"no pad named {body.name!r}; there is nothing to cancel")
         return {"ok": True, "cancelled": await manager.cancel(body.name, body.id)}
 
     @app.post("/scratchpad/cleanup", **answers(Ok, 400, 422))
@@ -295,6 +304,9 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     async def install(body: InstallRequest) -> dict[str, Any]:
         if not body.packages:
             return {"result": "No packages specified."}
+        options = [s for s in body.packages if any(w.startswith("-") for w in s.split())]
+        if options:  # e.g. "-r FILE": answered as the protocol's other server's pip would
+            return {"result": f"Install failed (refused): {options[0]!r} {NOT_A_PACKAGE}"}
         pad = await manager.get_or_create(body.name)
         try:
             return {"result": await pad.install_packages(body.packages)}
@@ -323,13 +335,6 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         keep_going = body.on_disconnect == "continue" or follower
         gone = None if keep_going else _interrupter(pad, cell_id)
         return EventStream(frames, on_disconnect=gone)
-
-
-async def _existing(manager: ScratchpadManager, name: str) -> ScratchpadRuntime:
-    """The pad, started if it exists only on disk; PadNotFoundError if it does not exist."""
-    if not manager.exists(name):
-        raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it")
-    return await manager.get_or_create(name)
 
 
 def _estimate(seconds: float | None) -> float:

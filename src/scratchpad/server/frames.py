@@ -4,8 +4,8 @@ Progress frames (and, for clients that asked with ``stream_output``, output and 
 frames), then exactly one ``cell`` or ``error`` frame. Clients written for the plain protocol
 read SSE line by line with limits (aiohttp: 128 KiB a line), so for them the final frame is
 fitted under ``PLAIN_FRAME_BYTES`` *encoded* (a control character costs 6 bytes in JSON):
-long fields keep their head and tail with a note saying what was cut and where the whole
-cell is.
+its code stays whole (the client sent it), and each long field keeps its head and tail around
+one note saying how much was cut and where the whole text is (the cell's text endpoint).
 """
 
 from __future__ import annotations
@@ -14,10 +14,17 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from scratchpad.errors import ScratchpadError
-from scratchpad.padnames import url_component
 from scratchpad.runtime.base import ScratchpadRuntime
-from scratchpad.runtime.cell import Cell, DisplayEvent, OutputEvent, ProgressEvent, fit_cell
+from scratchpad.runtime.cell import (
+    Cell,
+    DisplayEvent,
+    OutputEvent,
+    ProgressEvent,
+    encoded_size,
+    fit_cell,
+)
 from scratchpad.scrub import scrub
+from scratchpad.server.pad_feed_routes import whole_text_note
 from scratchpad.text import cut_middle
 
 PLAIN_FRAME_BYTES = 60 * 1024  # under DESIGN's 64 KiB, with room for "data: " and framing
@@ -52,14 +59,21 @@ async def cell_frames(
                 yield {"type": "display", "data": item.data}
             elif isinstance(item, Cell):
                 cell = item.to_dict()
-                if not stream_output:
-                    where = f"GET /v1/pads/{url_component(pad.name)}/cells/{item.id}"
-                    cell = fit_cell(
-                        cell, PLAIN_FRAME_BYTES, f"to fit the stream; the whole cell: {where}"
-                    )
-                yield {"type": "cell", "cell": cell}
+                yield {"type": "cell", "cell": cell if stream_output else plain_cell(pad, cell)}
     except ScratchpadError as exc:
         yield error_frame(exc)
+
+
+def plain_cell(pad: ScratchpadRuntime, cell: dict[str, Any]) -> dict[str, Any]:
+    """The cell fitted under ``PLAIN_FRAME_BYTES``: its code whole (the client sent it; code
+    too long to fit beside the rest is left out, and such clients keep what they sent), each
+    long field cut once with a note of how much went and where its whole text is."""
+    note = whole_text_note(pad.name, cell["id"], "to fit the stream")
+    code = cell.pop("code")
+    room = PLAIN_FRAME_BYTES - encoded_size(code)
+    if room < PLAIN_FRAME_BYTES // 2:
+        return fit_cell(cell, PLAIN_FRAME_BYTES, note)
+    return {"code": code, **fit_cell(cell, room, note)}
 
 
 def error_frame(exc: ScratchpadError) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from a fresh snapshot. A pad may be watched before it exists (``status: "new"``)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query
@@ -119,9 +119,21 @@ async def _feed(
         subscription.close()
 
 
+def whole_text_note(name: str, cell_id: str, purpose: str) -> Callable[[str], str]:
+    """What a fitted cell's note says after a cut of ``field``: why (``purpose``, e.g. "to fit
+    the feed") and where the whole text is (this module's text slices, else the whole cell)."""
+    where = f"/v1/pads/{url_component(name)}/cells/{url_component(cell_id)}"
+
+    def note(field: str) -> str:
+        if field in TEXT_FIELDS:
+            return f"{purpose}; the whole text: GET {where}/text?field={field}"
+        return f"{purpose}; the whole cell: GET {where}"
+
+    return note
+
+
 async def _fitted(name: str, cell: dict[str, Any]) -> dict[str, Any]:
-    where = f"GET /v1/pads/{url_component(name)}/cells/{cell['id']}/text?field=..."
-    why = f"to fit the feed; read the whole field with {where}"
+    why = whole_text_note(name, cell["id"], "to fit the feed")
     if rough_chars(cell) < BIG_CELL_CHARS:
         return fit_cell(cell, FEED_CELL_BYTES, why)
     return await asyncio.to_thread(fit_cell, cell, FEED_CELL_BYTES, why)

@@ -167,12 +167,20 @@ class SignedUrl(BaseModel):
 
 class CancelAnswer(BaseModel):
     ok: Literal[True]
-    cancelled: bool = Field(description="False when there was nothing to cancel.")
+    cancelled: bool = Field(
+        description="False when there was nothing to cancel (the pad idle, or gone)."
+    )
+
+
+class ResetAnswer(BaseModel):
+    ok: Literal[True]
+    reset: bool = Field(description="False when there was no such pad (nothing was done).")
 
 
 class InstallAnswer(BaseModel):
     result: str = Field(
-        description="The installer's output; 'Install failed (exit N): ...' when it failed."
+        description="The installer's output; 'Install failed (exit N): ...' when it failed, "
+        "'Install failed (refused): ...' for an option given as a package ('-r FILE')."
     )
 
 

@@ -27,6 +27,7 @@ kernel → parent (``id``: the cell's, or the request's)::
     {"type": "started", "id": str}          the cell runs: from now on SIGINT interrupts it
     {"type": "heartbeat"}                   every few seconds while a cell runs (own thread)
     {"type": "progress", "id": str, "message": str}
+    {"type": "log", "id": str, "message": str}   a ``logging`` record (INFO and up): logs only
     {"type": "display", "id": str, "data": {mime: data}}
     {"type": "result", "id": str, "data": {mime: data}}   rich forms of the result (before done)
     {"type": "done", "id": str, "status": "ok"|"error"|"interrupted", "result": str|None,

@@ -54,6 +54,7 @@ PRIVATE_MODULES = {
     "_scratchpad_helpers": "helpers.py",
     "_scratchpad_mpl_backend": "mpl_backend.py",
     "_scratchpad_llm_bridge": "llm_bridge.py",
+    "_scratchpad_cell_logs": "cell_logs.py",
 }
 BRIDGE_FUNCTIONS = ("get_llm", "agentic_loop", "web_search")
 CO_COROUTINE = 0x80
@@ -96,6 +97,31 @@ def _lazy_bridge(name: str) -> Any:
 
     call.__name__ = call.__qualname__ = name
     return call
+
+
+class _LoggingHook:
+    """Finds ``logging`` when something first imports it, so that once loaded its records go
+    to the running cell's logs (see cell_logs.py). Importing logging at boot would cost every
+    kernel start milliseconds."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> Any:
+        if name != "logging" or _LoggingHook not in sys.meta_path:
+            return None
+        sys.meta_path.remove(_LoggingHook)  # once: from now on logging is found as usual
+        import _scratchpad_cell_logs
+
+        return _scratchpad_cell_logs.routed_spec(name, path, target)
+
+
+def watch_logging() -> None:
+    """Route ``logging`` to the cells' logs: now if it is loaded, else when it is imported."""
+    if "logging" in sys.modules:
+        import _scratchpad_cell_logs
+
+        _scratchpad_cell_logs.route_logging(sys.modules["logging"])
+    else:
+        sys.meta_path.insert(0, _LoggingHook)
 
 
 def _closed_stdin_input(prompt: object = "") -> str:
@@ -531,6 +557,7 @@ def main(argv: list[str]) -> int:
     global KERNEL
     KERNEL = kernel
     configure_process(config)
+    watch_logging()
     _signal.signal(_signal.SIGINT, kernel.on_sigint)
     interval = float(config.get("heartbeat_s") or DEFAULT_HEARTBEAT_S)
     _thread.start_new_thread(kernel.heartbeat, (interval,))
