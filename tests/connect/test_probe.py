@@ -15,6 +15,7 @@ import pytest
 from scratchpad.config import Settings
 from scratchpad.connect import run_probe, saved_submission, stage
 from scratchpad.connect.submissions import Submission
+from scratchpad.errors import InvalidInputError
 from scratchpad.llm.messages import Message, StreamEvent, TextDelta, ToolResultBlock
 from scratchpad.llm.scripted import ScriptedProvider, TextAndCalls, Turn
 from scratchpad.scrub import scrub
@@ -155,6 +156,28 @@ async def test_a_saved_secret_is_scrubbed_as_the_variable_pads_get(
     assert connection["name"] == "1"
     assert "DS_HTTP_API_KEY_1__API_KEY" in connection["variables"]
     assert scrub(f"key={TOKEN}") == "key=[DS_HTTP_API_KEY_1__API_KEY]"
+
+
+async def test_a_named_submission_is_saved_under_its_name_never_over_another(
+    vault: Vault, probe_settings: Settings
+) -> None:
+    names = []
+    with bearer_service() as url:
+        for _ in range(2):
+            submission = stage(
+                http_form(), {"base_url": url, "api_key": TOKEN}, connection_name="prod"
+            )
+            assert submission.describe()["connection_name"] == "prod"
+            turns = [[cell(HTTP_CHECK)], judged("HTTP 200 alice", SUCCESS, FAILURE), "Done."]
+            events, _ = await probe(submission, turns, vault, probe_settings)
+            names.append(final(events)["connection"]["name"])
+    assert names == ["prod", "prod-2"]
+    assert "Saved as http-api-key/prod-2" in final(events)["output_text"]
+    assert scrub(TOKEN) == "[DS_HTTP_API_KEY_PROD__API_KEY]"
+    assert stage(http_form(), {}, connection_name="").connection_name is None  # the next number
+    for bad in ("../up", "a/b", ".hidden", 5):
+        with pytest.raises(InvalidInputError, match="invalid connection name"):
+            stage(http_form(), {}, connection_name=bad)
 
 
 async def test_a_refused_key_fails_with_the_diagnosis_and_leaves_the_vault_untouched(
