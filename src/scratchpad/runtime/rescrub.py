@@ -84,7 +84,13 @@ def _rescrub_observations(report: RescrubReport, settings: Settings, scrub: Scru
         with ObservationStore(path, settings=settings) as store:
             counts = store.rescrub(scrub)
     except (sqlite3.Error, ScratchpadError, OSError) as exc:
-        log.error("could not scrub the observation store %s again: %s", path, exc)
+        log.error(
+            "could not scrub the observation store %s again (%s): what it stored before may "
+            "still hold the new secret; if the file is damaged, move it aside (a new store is "
+            "made in its place)",
+            path,
+            exc,
+        )
         report.failed.append(str(path))
         return
     report.entries_checked, report.entries_changed = counts.checked, counts.changed
