@@ -273,8 +273,15 @@ def open_private_append(path: Path) -> BinaryIO:
 
 
 def touch_private(path: Path) -> None:
-    """Create ``path`` empty and 0600 unless it exists (then only its permissions tighten)."""
-    os.close(open_private(path, os.O_WRONLY | os.O_CREAT))
+    """Create ``path`` empty and 0600 unless it exists (then only its permissions tighten).
+
+    An existing file is never opened: closing any descriptor of a file drops every POSIX
+    lock the process holds on it, SQLite's too (a database this process has open would lose
+    its locks, and another process could then delete its WAL under it)."""
+    try:
+        os.close(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        _restrict(path.stat(), lambda mode: os.chmod(path, mode))
 
 
 def _restrict(info: os.stat_result, chmod: Callable[[int], None]) -> None:

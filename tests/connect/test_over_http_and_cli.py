@@ -140,6 +140,32 @@ def test_bad_submissions_answer_a_clear_error_before_any_stream(
     assert retry[-1][1]["response"]["status"] == "retry"  # required fields left empty
 
 
+def test_a_named_submission_is_saved_as_named_and_a_pad_sees_its_variable_scrubbed(
+    server: tuple[httpx.Client, subprocess.Popen[str], Path],
+) -> None:
+    client, _, _ = server
+    variable = "DS_HTTP_API_KEY_PROD__API_KEY"
+    values = {"base_url": "", "api_key": TOKEN}
+    bad = {"form_spec": http_form(), "values": values, "connection_name": "../up"}
+    refused = client.post("/v1/datavault/submissions", json=bad)
+    assert refused.status_code == 400 and "invalid connection name" in refused.json()["error"]
+    with bearer_service() as url:
+        body = {"form_spec": http_form(), "values": {**values, "base_url": url},
+                "connection_name": "prod"}  # fmt: skip
+        frames = sse(client.post("/v1/datavault/submissions", json=body).text)
+    response = frames[-1][1]["response"]
+    assert response["status"] == "success", response
+    assert response["connection"]["name"] == "prod"
+    assert variable in response["connection"]["variables"]
+    described = client.get(f"/v1/datavault/submissions/{response['submission_id']}").json()
+    assert described["connection_name"] == "prod"
+    code = f"import os\nprint('key:', os.environ[{variable!r}])"
+    answer = client.post("/scratchpad/execute-stream", json={"name": "p", "code": code})
+    last = [b for b in answer.text.split("\n\n") if b.startswith("data: ")][-1]
+    cell = json.loads(last[6:])["cell"]
+    assert cell["stdout"].strip() == f"key: [{variable}]"  # the pad's name for it
+
+
 def test_a_client_that_goes_away_does_not_stop_the_probe(
     server: tuple[httpx.Client, subprocess.Popen[str], Path],
 ) -> None:
@@ -191,6 +217,27 @@ def test_vault_connect_and_test_from_the_terminal(
     assert refused.exit_code == 1 and isinstance(refused.exception, SystemExit), refused.output
     assert "The service refused the key." in refused.output
     assert len(Vault(Settings(home=hermetic_env), keyring=None).list()) == 1
+
+
+def test_vault_connect_saves_under_a_name_and_refuses_a_taken_or_bad_one_before_asking(
+    hermetic_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "SCRATCHPAD_PROBE_MODEL", f"scripted:{script(tmp_path / 'ok.json', SUCCESS)}"
+    )
+    connect = ["vault", "connect", "http-api-key", "--name", "prod"]
+    with bearer_service() as url:
+        asked = runner.invoke(app, connect, input=f"{url}\n{TOKEN}\n\n")
+    assert asked.exit_code == 0, asked.output
+    assert "Saved as http-api-key/prod" in asked.output
+    assert "DS_HTTP_API_KEY_PROD__API_KEY" in asked.output
+    taken = runner.invoke(app, connect, input="never read\n")
+    assert taken.exit_code == 2 and "http-api-key/prod exists already" in taken.output
+    assert "base_url" not in taken.output.lower()  # nothing was asked
+    bad = runner.invoke(app, ["vault", "connect", "http-api-key", "--name", "a/b"])
+    assert bad.exit_code == 2 and "invalid connection name" in bad.output
+    listed = Vault(Settings(home=hermetic_env), keyring=None).list()
+    assert [(e["engine"], e["name"]) for e in listed] == [("http-api-key", "prod")]
 
 
 def test_vault_connect_of_an_unknown_engine_says_how_to_name_fields(hermetic_env: Path) -> None:

@@ -15,8 +15,10 @@ import pytest
 from scratchpad.config import Settings
 from scratchpad.connect import run_probe, saved_submission, stage
 from scratchpad.connect.submissions import Submission
+from scratchpad.errors import InvalidInputError
 from scratchpad.llm.messages import Message, StreamEvent, TextDelta, ToolResultBlock
 from scratchpad.llm.scripted import ScriptedProvider, TextAndCalls, Turn
+from scratchpad.scrub import scrub
 from scratchpad.vault.engines import engine_form
 from scratchpad.vault.forms import PATCH_BLOCK, find_blocks, merge_patch
 from scratchpad.vault.store import Vault
@@ -139,6 +141,43 @@ async def test_a_probe_that_works_saves_a_new_connection_each_time_and_leaves_no
     assert vault.load("http-api-key", "2") == {"base_url": url, "api_key": TOKEN}
     assert list((probe_settings.home / "probes").iterdir()) == []
     assert [e["event"] for e in vault.audit.read()].count("probe") == 2
+
+
+async def test_a_saved_secret_is_scrubbed_as_the_variable_pads_get(
+    vault: Vault, probe_settings: Settings
+) -> None:
+    """The probe names a value as its own file does (DS_API_KEY); saved, the value is
+    scrubbed as the pads' variable, wherever it shows up next."""
+    with bearer_service() as url:
+        submission = stage(http_form(), {"base_url": url, "api_key": TOKEN})
+        turns = [[cell(HTTP_CHECK)], judged("HTTP 200 alice", SUCCESS, FAILURE), "Done."]
+        events, _ = await probe(submission, turns, vault, probe_settings)
+    connection = final(events)["connection"]
+    assert connection["name"] == "1"
+    assert "DS_HTTP_API_KEY_1__API_KEY" in connection["variables"]
+    assert scrub(f"key={TOKEN}") == "key=[DS_HTTP_API_KEY_1__API_KEY]"
+
+
+async def test_a_named_submission_is_saved_under_its_name_never_over_another(
+    vault: Vault, probe_settings: Settings
+) -> None:
+    names = []
+    with bearer_service() as url:
+        for _ in range(2):
+            submission = stage(
+                http_form(), {"base_url": url, "api_key": TOKEN}, connection_name="prod"
+            )
+            assert submission.describe()["connection_name"] == "prod"
+            turns = [[cell(HTTP_CHECK)], judged("HTTP 200 alice", SUCCESS, FAILURE), "Done."]
+            events, _ = await probe(submission, turns, vault, probe_settings)
+            names.append(final(events)["connection"]["name"])
+    assert names == ["prod", "prod-2"]
+    assert "Saved as http-api-key/prod-2" in final(events)["output_text"]
+    assert scrub(TOKEN) == "[DS_HTTP_API_KEY_PROD__API_KEY]"
+    assert stage(http_form(), {}, connection_name="").connection_name is None  # the next number
+    for bad in ("../up", "a/b", ".hidden", 5):
+        with pytest.raises(InvalidInputError, match="invalid connection name"):
+            stage(http_form(), {}, connection_name=bad)
 
 
 async def test_a_refused_key_fails_with_the_diagnosis_and_leaves_the_vault_untouched(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from scratchpad.llm.messages import TextBlock
 from scratchpad.llm.scripted import ScriptedProvider
 from scratchpad.memory import Model, ProviderModel, ScriptedModel, model_from_spec
 from scratchpad.memory import cycle as cycle_module
+from scratchpad.memory.models import reply_of
 from scratchpad.memory.toolbox import build_tools
 from scratchpad.tools import ToolDef, ToolRegistry, ToolSessionContext
 from tests.memory.helpers import make_agent, reply
@@ -131,3 +134,93 @@ async def test_a_scripted_setting_is_read_as_the_agents_replies(
     model = model_from_spec(None)
     assert isinstance(model, ScriptedModel)
     assert json.loads(await model.complete(system="", user="")) == {"tool": "done", "args": {}}
+
+
+class SyncModel:
+    """A seed-style model: ``complete`` is a plain function. Records the thread of each call;
+    ``wait_for`` (set) makes each call wait for that event first, up to ``deadline_s``."""
+
+    def __init__(self, replies: list[Any], wait_for: threading.Event | None = None) -> None:
+        self.replies = replies
+        self.threads: list[int] = []
+        self.wait_for = wait_for
+        self.waited: list[bool] = []
+
+    def complete(self, *, system: str, user: str) -> str:  # a test may hand back no text
+        self.threads.append(threading.get_ident())
+        if self.wait_for is not None:
+            self.waited.append(self.wait_for.wait(timeout=10))
+        reply: str = self.replies[len(self.threads) - 1]
+        return reply
+
+
+def test_a_cycle_runs_on_a_synchronous_model(tmp_path: Path) -> None:
+    model = SyncModel([reply("echo", text="sync"), reply("done", summary="plain")])
+    assert isinstance(model, Model)
+    agent, _ = make_agent(tmp_path, [])
+    agent.model = model
+    result = agent.run()
+    assert (result.outcome, result.summary, result.error) == ("done", "plain", None)
+    assert len(model.threads) == 2 and threading.get_ident() not in model.threads
+
+
+def test_a_synchronous_model_does_not_block_the_cycles_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a plain ``complete`` waits, work on the cycle's loop goes on: a task the tool
+    left behind sets the event the model's next call waits for (were the call made on the
+    loop, it would wait out its deadline instead)."""
+    event = threading.Event()
+    event.set()  # the first call goes through
+    tasks: list[asyncio.Task[None]] = []
+
+    async def set_soon() -> None:
+        await asyncio.sleep(0.05)  # after the tool's step has returned
+        event.set()
+
+    async def later(context: object, tool_input: dict[str, Any]) -> str:
+        event.clear()
+        tasks.append(asyncio.get_running_loop().create_task(set_soon()))
+        return "scheduled"
+
+    def tools_with_later(*args: Any) -> tuple[ToolRegistry, ToolSessionContext]:
+        registry, context = build_tools(*args)
+        registry.register(ToolDef("later", "sets the event soon", {"type": "object"}, later))
+        return registry, context
+
+    monkeypatch.setattr(cycle_module, "build_tools", tools_with_later)
+    agent, _ = make_agent(tmp_path, [])
+    model = SyncModel([reply("later"), reply("done", summary="unblocked")], wait_for=event)
+    agent.model = model
+    result = agent.run()
+    assert (result.outcome, result.summary) == ("done", "unblocked")
+    assert model.waited == [True, True] and tasks[0].done()
+
+
+def test_a_synchronous_model_that_raises_fails_the_cycle_with_its_error(tmp_path: Path) -> None:
+    class Failing:
+        def complete(self, *, system: str, user: str) -> str:
+            raise RuntimeError("seed model exploded")
+
+    agent, _ = make_agent(tmp_path, [])
+    agent.model = Failing()
+    result = agent.run()
+    assert result.outcome == "failed" and result.error == "RuntimeError: seed model exploded"
+
+
+@pytest.mark.parametrize("bad", [None, 42, b"bytes"])
+def test_a_reply_that_is_not_text_fails_the_cycle_saying_so(tmp_path: Path, bad: object) -> None:
+    agent, _ = make_agent(tmp_path, [])
+    agent.model = SyncModel([bad])
+    result = agent.run()
+    assert result.outcome == "failed"
+    assert f"returned {type(bad).__name__}, not text" in (result.error or "")
+
+
+async def test_reply_of_awaits_what_a_plain_function_hands_back() -> None:
+    class Deferring:
+        def complete(self, *, system: str, user: str) -> Awaitable[str]:
+            return ScriptedModel(["deferred"]).complete(system=system, user=user)
+
+    assert await reply_of(Deferring(), system="s", user="u") == "deferred"
+    assert await reply_of(ScriptedModel(["async"]), system="s", user="u") == "async"

@@ -6,17 +6,22 @@ import asyncio
 import base64
 import json
 import stat
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+import pytest
 
 from scratchpad.agent.persistence import SessionFiles
 from scratchpad.config import Settings
 from scratchpad.llm.messages import Message
 from scratchpad.observations import ObservationStore
+from scratchpad.runtime import manager as manager_module
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.history import CellHistory
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.rescrub import rescrub_home
 from scratchpad.scrub import scrubber
+from scratchpad.vault.store import Vault
 
 SECRET = 'pa"ss\\w0rd-Zq9'  # JSON and repr escape it: the forms nest in a history line
 NAME = "DS_X__PASSWORD"
@@ -149,3 +154,63 @@ def test_a_results_rich_forms_are_scrubbed_again(tmp_path: Path) -> None:
     assert leaks(home, SECRET) == []
     (cell,) = CellHistory(history, 1 << 20).load()
     assert cell.result_data == {"text/html": f"<td>{LABEL}</td>"} and cell.number == 1
+
+
+async def saved_secret_rescrubbed(
+    manager: ScratchpadManager, monkeypatch: pytest.MonkeyPatch
+) -> list[asyncio.Task[None]]:
+    """A secret saved in the manager's vault; the background tasks it started, ended."""
+    tasks: list[asyncio.Task[None]] = []
+    track = manager._track
+
+    def tracked(task: asyncio.Task[None]) -> None:
+        tasks.append(task)
+        track(task)
+
+    monkeypatch.setattr(manager, "_track", tracked)
+    manager.vault.save("x", "prod", {"password": SECRET}, secure_keys=["password"])
+    await manager.rotations_done()
+    assert tasks and all(task.done() for task in tasks)
+    return tasks
+
+
+@pytest.fixture
+async def vault_manager(settings: Settings, tmp_path: Path) -> AsyncIterator[ScratchpadManager]:
+    vault = Vault(settings, keyring=None)
+    manager = ScratchpadManager(workspace=tmp_path / "ws", settings=settings, vault=vault)
+    yield manager
+    await manager.close_all()
+
+
+async def test_a_damaged_observation_store_is_reported_and_the_rest_is_scrubbed(
+    vault_manager: ScratchpadManager,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = vault_manager.settings
+    history = stopped_pad(settings.home, "old", Cell(code="x", stdout=SECRET))
+    settings.observations_path.write_bytes(b"not a database at all " * 100)
+    tasks = await saved_secret_rescrubbed(vault_manager, monkeypatch)
+    assert all(task.exception() is None for task in tasks)
+    assert SECRET not in CellHistory(history, 1 << 20).load()[0].stdout
+    [record] = [r for r in caplog.records if "observation store" in r.getMessage()]
+    assert record.levelname == "ERROR" and str(settings.observations_path) in record.getMessage()
+    assert "scrubbing stored text again failed for" in caplog.text  # the report's list
+    report = rescrub_home(settings)
+    assert report.failed == [str(settings.observations_path)]
+
+
+async def test_a_background_rescrub_that_raises_is_logged_not_left_unretrieved(
+    vault_manager: ScratchpadManager,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(manager_module, "rescrub_home", broken)
+    tasks = await saved_secret_rescrubbed(vault_manager, monkeypatch)
+    assert all(task.exception() is None for task in tasks)  # nothing left for the loop
+    [record] = [r for r in caplog.records if "scrubbing stored text again" in r.getMessage()]
+    assert record.levelname == "ERROR" and record.exc_info is not None
+    assert "the disk went away" in caplog.text

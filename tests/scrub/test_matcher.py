@@ -65,6 +65,22 @@ def test_short_values_are_refused_and_named_labels_win() -> None:
     assert scrub.scrub("shared-value-1") == "[DS_A__TOKEN]"
 
 
+def test_a_lasting_name_replaces_a_provisional_one_and_never_the_reverse() -> None:
+    """A value under test is named as its probe sees it until it is saved as a pad's
+    variable; lasting names never replace each other (the first stays)."""
+    scrub = Scrubber()
+    value = "tested-value-42"
+    scrub.add_many({value: "DS_API_KEY"}, provisional=True)
+    assert scrub.scrub(f"k={value}") == "k=[DS_API_KEY]"
+    scrub.add_many({value: "DS_HTTP_1__API_KEY"})
+    assert scrub.scrub(f"k={value}") == "k=[DS_HTTP_1__API_KEY]"
+    encoded = base64.b64encode(value.encode()).decode()
+    assert scrub.scrub(encoded) == "[DS_HTTP_1__API_KEY]"  # every form renamed
+    scrub.add_many({value: "DS_API_KEY"}, provisional=True)  # tested again once saved
+    scrub.add_many({value: "DS_HTTP_2__API_KEY"})  # saved twice
+    assert scrub.scrub(value) == "[DS_HTTP_1__API_KEY]"
+
+
 def test_data_and_bundles() -> None:
     scrub = known()
     data = {"k": [SECRET, {SECRET: 1}], "n": 3}

@@ -136,6 +136,26 @@ def test_a_requested_form_is_filled_on_its_page_and_the_model_gets_the_names(
     expect(page.locator(".fp-panel")).to_have_count(0)
 
 
+def test_a_connection_named_in_the_form_is_saved_under_that_name(
+    person: Page, probing: ProbeServer
+) -> None:
+    page = person
+    probing.plays(CELL, SUCCESS)
+    form_id = opened(page, probing)
+    panel = page.locator(".fp-panel")
+    named = panel.locator(".fp-field[data-field='connection_name'] .fp-input")
+    expect(named).to_have_attribute("placeholder", "the next number")  # optional
+    fill(page, {"base_url": probing.service, "api_key": TOKEN, "connection_name": "a/b"})
+    panel.locator("[data-action='submit']").click()
+    expect(panel.locator(".fp-banner-error")).to_contain_text("invalid connection name 'a/b'")
+    fill(page, {"connection_name": "billing"})
+    panel.locator("[data-action='submit']").click()
+    expect(panel.locator(".fp-success")).to_contain_text("The service answered as alice.")
+    connection = form_of(probing.server, form_id)["connection"]
+    assert connection["name"] == "billing"
+    assert "DS_HTTP_API_KEY_BILLING__API_KEY" in connection["variables"]
+
+
 def test_a_failure_shows_its_banner_over_the_restored_grid(
     person: Page, probing: ProbeServer
 ) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import click
 import typer
@@ -43,6 +43,7 @@ from scratchpad.vault.forms import (
     merge_patch,
     method_of,
 )
+from scratchpad.vault.names import check_name
 
 MAX_ROUNDS = 5
 BLOCK_RE = re.compile(r"\n?```data-vault-form(?:-patch)?\n.*?\n```\n?", re.DOTALL)
@@ -53,8 +54,9 @@ FINAL = ("response.completed", "response.failed")
 class TerminalForm:
     """A form on a terminal: patched by the stream, filled in by the person."""
 
-    def __init__(self, form: dict[str, Any] | None) -> None:
+    def __init__(self, form: dict[str, Any] | None, name: str | None = None) -> None:
         self.form = check_spec(form) if form is not None else {}  # None: shown, not filled
+        self.name = name  # what a success is saved as (None: the next number)
         self.values: dict[str, str] = {}
         self.skipped: list[str] = []
         self.status = ""  # how the last round ended
@@ -72,6 +74,7 @@ class TerminalForm:
             "form_spec": self.form,
             "values": {k: v for k, v in self.values.items() if k in names},
             "skipped": [n for n in self.skipped if n in names],
+            **({"connection_name": self.name} if self.name is not None else {}),
         }
 
     def follow(self, event: dict[str, Any]) -> None:
@@ -257,19 +260,27 @@ def _form_for(engine: str, fields: list[str], secrets: list[str]) -> dict[str, A
     return engine_form(engine)
 
 
+NameOpt = Annotated[
+    str | None,
+    typer.Option("--name", help="Save the connection as NAME (default: the next number)."),
+]
+
+
 @vault_app.command("connect", cls=Command)
 def connect(
     engine: EngineArg,
+    name: NameOpt = None,
     field: FieldOpt = None,
     secret: SecretOpt = None,
     from_file: FileOpt = None,
     stdin: StdinOpt = False,
 ) -> None:
     """Add a connection that works: asks for the engine's fields (or --field / --secret of a
-    custom engine), tests them with the probe, saves them on success."""
+    custom engine), tests them with the probe, saves them on success (as --name NAME)."""
 
     def job(vault: VaultAccess) -> str:
-        form = TerminalForm(_form_for(engine, list(field or []), list(secret or [])))
+        _check_free(vault, engine, name)
+        form = TerminalForm(_form_for(engine, list(field or []), list(secret or [])), name)
         given = given_values(from_file, stdin)
         unknown = sorted(set(given) - {f["name"] for f in form.fields()})
         if unknown:
@@ -281,6 +292,18 @@ def connect(
 
     if with_vault(job) != "success":
         raise typer.Exit(1)
+
+
+def _check_free(vault: VaultAccess, engine: str, name: str | None) -> None:
+    """A name that is valid and not taken yet, before anyone types a secret."""
+    if name is None:
+        return
+    check_name(name, "connection name")
+    if any(e["engine"] == engine and e["name"] == name for e in vault.list()):
+        raise InvalidInputError(
+            f"a connection {engine}/{name} exists already: choose another --name (test that one "
+            f"with `scratchpad vault test {engine} {name}`)"
+        )
 
 
 @vault_app.command("test", cls=Command)

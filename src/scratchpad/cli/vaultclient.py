@@ -99,7 +99,7 @@ class DiskVault:
         self._probe(
             lambda: stage(
                 body["form_spec"], body["values"], body.get("skipped", ()),
-                form_id=body.get("form_id"),
+                form_id=body.get("form_id"), connection_name=body.get("connection_name"),
             ), None, on_event,
         )  # fmt: skip
 

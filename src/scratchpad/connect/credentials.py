@@ -35,11 +35,20 @@ def stage(
     *,
     form_id: object = None,
     conversation_id: object = None,
+    connection_name: object = None,
     submissions: Submissions | None = None,
 ) -> Submission:
-    """Check and stage a submission (in memory only); InvalidInputError says what is wrong."""
+    """Check and stage a submission (in memory only); InvalidInputError says what is wrong.
+    ``connection_name``: what a success is saved as (default: the engine's next number)."""
     store = submissions if submissions is not None else STAGED
-    return store.stage(form_spec, values, skipped, form_id=form_id, conversation_id=conversation_id)
+    return store.stage(
+        form_spec,
+        values,
+        skipped,
+        form_id=form_id,
+        conversation_id=conversation_id,
+        connection_name=connection_name,
+    )
 
 
 def probe_provider(settings: Settings) -> Provider:

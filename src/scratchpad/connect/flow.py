@@ -10,8 +10,9 @@ retry or failed) or ``response.failed`` (the probe could not run). Each has a
 fields) is scrubbed of every submitted value as it leaves the probe.
 
 - retry: the engine's shape check failed (no probe ran); the fields say what to fix.
-- success: the connection is saved as a new one (never over another), or for a connection
-  already saved (:func:`saved_submission`), nothing is written.
+- success: the connection is saved as a new one (never over another: under the submission's
+  connection name, else the first free ``NAME-2``...; without one, the next number), or for a
+  connection already saved (:func:`saved_submission`), nothing is written.
 - failed: the vault is untouched; the form shows the diagnosis.
 - needs_input: the fields the probe asked for are appended to the form.
 """
@@ -246,7 +247,7 @@ def _save(submission: Submission, vault: Vault) -> tuple[str, str]:
     if submission.method_id is not None:
         fields["_auth_method"] = submission.method_id
     secret = [name for name in submission.secret_fields() if name in fields]
-    record = vault.add(submission.engine, fields, secret)
+    record = vault.add(submission.engine, fields, secret, name=submission.connection_name)
     return str(record["engine"]), str(record["name"])
 
 

@@ -1,12 +1,13 @@
 """What comes out of a probe, scrubbed of every value of its submission.
 
 The process's scrubber learns the submission's secret values for good (a wrong password is
-still a password); a scrubber of the submission's own knows every value, a host name too (it
-is not the vault's business, but it is not the probe's to show either). Everything the probe
-says, prints or puts in the form passes both, before its model or anyone else sees it: texts
-whole, the model's prose as a stream (a value split across deltas is still caught), and the
-free text of objects it builds, where names and ids are left as they are (they are checked
-not to hold a value instead).
+still a password), under the probe's names until the vault saves them under the pads'; a
+scrubber of the submission's own knows every value, a host name too (it is not the vault's
+business, but it is not the probe's to show either). Everything the probe says, prints or
+puts in the form passes both, before its model or anyone else sees it: texts whole, the
+model's prose as a stream (a value split across deltas is still caught), and the free text
+of objects it builds, where names and ids are left as they are (they are checked not to
+hold a value instead).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ class SubmissionScrubber:
 
     def __init__(self, submission: Submission) -> None:
         secret = submission.secret_fields()
-        register((v, env_variable(n)) for n, v in submission.values.items() if n in secret)
+        named = ((v, env_variable(n)) for n, v in submission.values.items() if n in secret)
+        register(named, provisional=True)  # saved, a value is named as the pads see it
         self._local = Scrubber()
         self._local.add_many({v: env_variable(n) for n, v in submission.values.items()})
 

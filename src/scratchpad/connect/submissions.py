@@ -25,6 +25,7 @@ from typing import Any
 
 from scratchpad.errors import InvalidInputError, SubmissionNotFoundError
 from scratchpad.vault.forms import check_spec, fields_of, is_secret_field, method_of
+from scratchpad.vault.names import check_name
 from scratchpad.vault.records import MAX_VALUE_CHARS
 
 SUBMISSION_TTL_S = 24 * 3600.0
@@ -49,6 +50,7 @@ class Submission:
     expires_at: float  # on the store's clock
     status: Status = "staged"
     outcome: dict[str, Any] = field(default_factory=dict)  # names and texts, never values
+    connection_name: str | None = None  # what a success is saved as (else the next number)
 
     @property
     def engine(self) -> str:
@@ -84,6 +86,7 @@ class Submission:
             "method": self.method_id,
             "fields": names,
             "skipped": list(self.skipped),
+            "connection_name": self.connection_name,
             "status": self.status,
             "created_at": self.created_at,
             "outcome": dict(self.outcome),
@@ -112,11 +115,18 @@ class Submissions:
         *,
         form_id: object = None,
         conversation_id: object = None,
+        connection_name: object = None,
     ) -> Submission:
-        """Check and keep a submission; InvalidInputError says what is wrong with it."""
+        """Check and keep a submission; InvalidInputError says what is wrong with it.
+        ``connection_name``: what the connection is saved as when its probe succeeds (a
+        vault name; taken by then, the first free ``NAME-2``, ``NAME-3``...)."""
         form = _checked_form(form_spec, form_id)
         if conversation_id is not None and not isinstance(conversation_id, str):
             raise InvalidInputError("conversation_id must be text when given")
+        if connection_name == "":
+            connection_name = None  # an empty name field: the next number
+        if connection_name is not None:
+            check_name(connection_name, "connection name")
         submission = Submission(
             id=ID_PREFIX + secrets.token_hex(6),
             form=form,
@@ -125,6 +135,7 @@ class Submissions:
             conversation_id=conversation_id,
             created_at=time.time(),
             expires_at=self._clock() + self.ttl_s,
+            connection_name=connection_name if isinstance(connection_name, str) else None,
         )
         names = [f["name"] for f in submission.fields()]
         submission.values = _checked_values(values, names)

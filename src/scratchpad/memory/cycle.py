@@ -4,7 +4,7 @@
    second; UTC, so ids keep their order when the local clock goes back);
 2. wake: read ``active.yaml``, the only read of the cycle (a bad file stops here, unchanged);
 3. write ``<cycle>_before.yaml``: the bytes read, or the default state dumped when missing;
-4. run_cycle: up to ``max_iterations`` steps of prompt → ``model.complete`` → dispatch; if it
+4. run_cycle: up to ``max_iterations`` steps of prompt → the model's reply → dispatch; if it
    raises, the after-state is the before-state with the line ``Cycle <id> failed: <error>``
    (at most ~2000 characters of the error) appended to its ``notes``, under the same cap as
    every note (the oldest notes move to the archive), and the full error and traceback go to
@@ -16,7 +16,8 @@
 
 The whole cycle holds ``ROOT/.lock``. It is synchronous; the model call and the tool calls are
 async and all run on one private event loop per cycle (an ``asyncio.Runner``), so a model
-whose client belongs to a loop and the tools share it: Ctrl-C during a model or tool call
+whose client belongs to a loop and the tools share it (a synchronous model is called on a
+thread, ``models.reply_of``, and awaited there): Ctrl-C during a model or tool call
 cancels it (a tool cleans up, e.g. the shell tool stops its command) and the cycle stops with
 KeyboardInterrupt. Pads: with ``tools.pads`` on and no manager passed in, the
 cycle builds a ScratchpadManager for the agent (``toolbox.agent_manager``: pads working in
@@ -48,7 +49,7 @@ from scratchpad.memory.dispatcher import Dispatcher
 from scratchpad.memory.journal import CycleLog, CycleRecord, Outcome, append_record
 from scratchpad.memory.layout import AgentPaths, ensure_workspace
 from scratchpad.memory.lock import agent_lock
-from scratchpad.memory.models import Model
+from scratchpad.memory.models import Model, reply_of
 from scratchpad.memory.notes import (
     FileArchive,
     NotesArchive,
@@ -296,7 +297,7 @@ class CycleAgent:
                 tools=registry.dump(context),
                 fragments=registry.prompt_fragments(),
             )
-            reply = runner.run(self.model.complete(system=run.rules, user=prompt))
+            reply = runner.run(reply_of(self.model, system=run.rules, user=prompt))
             run.log.write(f"step {run.iterations}: reply: {reply[:LOGGED_REPLY_CHARS]}")
             step = dispatcher.dispatch(reply, run.state)
             run.log.write(f"step {run.iterations}: {step.kind} {step.note or ''}")

@@ -1,7 +1,10 @@
-"""What the cycle calls "the model": anything with ``async complete(*, system, user) -> str``.
+"""What the cycle calls "the model": anything with ``complete(*, system, user) -> str``,
+asynchronous or not.
 
-The call is async so that it runs on the cycle's event loop, the loop its tool calls run on
-(a provider's HTTP client belongs to the loop that uses it). ``ProviderModel`` sends the
+``reply_of`` asks one: an ``async def complete`` runs on the cycle's event loop, the loop its
+tool calls run on (a provider's HTTP client belongs to the loop that uses it); a synchronous
+one (the seed's kind) runs on a thread of its own, so the loop's other work (a pad's kernel,
+a tool) goes on while it waits; either way the reply must be text. ``ProviderModel`` sends the
 prompt to one of the project's LLM providers as one user message; ``ScriptedModel`` replies
 from a list and records the prompts, for tests and demos. ``model_from_spec`` builds either
 from ``provider:model`` or ``scripted:FILE`` (for an agent, a scripted file is always a list
@@ -10,8 +13,12 @@ of replies, wherever the spec comes from).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import inspect
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -27,9 +34,57 @@ SCRIPTED_PREFIX = "scripted:"
 class Model(Protocol):
     """What an agent cycle needs of a model: one prompt in, one reply out."""
 
-    async def complete(self, *, system: str, user: str) -> str:
-        """The model's reply to one prompt."""
+    def complete(self, *, system: str, user: str) -> str | Awaitable[str]:
+        """The model's reply to one prompt (``async def`` or plain)."""
         ...
+
+
+async def reply_of(model: Model, *, system: str, user: str) -> str:
+    """The model's reply to one prompt, checked to be text. A coroutine function is awaited
+    here; anything else is called on a thread (see ``_on_thread``), and what it returns is
+    awaited when it is awaitable (a plain function handing back a coroutine)."""
+    complete = model.complete
+    if inspect.iscoroutinefunction(complete):
+        reply: object = await complete(system=system, user=user)
+    else:
+        reply = await _on_thread(lambda: complete(system=system, user=user))
+        if inspect.isawaitable(reply):
+            reply = await reply
+    if not isinstance(reply, str):
+        raise LLMError(
+            f"the model's complete() returned {type(reply).__name__}, not text: it must "
+            f"return the reply as a str (or be an async def that does)"
+        )
+    return reply
+
+
+async def _on_thread(call: Callable[[], object]) -> object:
+    """``call()`` on a daemon thread, awaited here. Not ``asyncio.to_thread``: closing the
+    cycle's loop waits for its executor, so a model that never answers would hold Ctrl-C;
+    a daemon thread is left behind instead (its late answer goes nowhere)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[object] = loop.create_future()
+
+    def settle(result: object, error: BaseException | None) -> None:
+        if future.done():  # cancelled meanwhile
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def run() -> None:
+        result: object = None
+        error: BaseException | None = None
+        try:
+            result = call()
+        except BaseException as exc:  # handed to the awaiting task, whatever it is
+            error = exc
+        with contextlib.suppress(RuntimeError):  # a closed loop: the cycle ended without it
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, name="scratchpad-model", daemon=True).start()
+    return await future
 
 
 class ScriptedModel:

@@ -490,8 +490,14 @@ class ScratchpadManager:
         task.add_done_callback(self._rotations.discard)
 
     async def _rescrub_in_background(self) -> None:
-        async with self._rescrubbing:  # one at a time; a later one sees every secret
-            report = await self.rescrub()
+        """A re-scrub nobody awaits: what went wrong is logged here, never left to the
+        loop as an exception no one retrieved."""
+        try:
+            async with self._rescrubbing:  # one at a time; a later one sees every secret
+                report = await self.rescrub()
+        except Exception:
+            log.exception("scrubbing stored text again failed")
+            return
         if report.failed:
             log.warning("scrubbing stored text again failed for: %s", ", ".join(report.failed))
 

@@ -13,6 +13,7 @@ It blocks for as long as the home is large: call it on a worker thread.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from scratchpad.config import Settings
+from scratchpad.errors import ScratchpadError
 from scratchpad.runtime.cell import CELL_FIELDS, Cell
 from scratchpad.runtime.history import CellHistory
 from scratchpad.runtime.padinfo import HISTORY
@@ -69,12 +71,30 @@ def rescrub_home(
     for path in sorted(sessions.glob("*.json")):
         _rewrite_file(report, path, partial(rescrub_json_file, path, scrub))
     if settings.observations_path.is_file():
-        from scratchpad.observations.store import ObservationStore  # only where there is one
-
-        with ObservationStore(settings.observations_path, settings=settings) as store:
-            counts = store.rescrub(scrub)
-        report.entries_checked, report.entries_changed = counts.checked, counts.changed
+        _rescrub_observations(report, settings, scrub)
     return report
+
+
+def _rescrub_observations(report: RescrubReport, settings: Settings, scrub: Scrubber) -> None:
+    """The observation store scrubbed again; a store that cannot be (a damaged file, a full
+    disk) is logged and listed as failed, and the rest of the home is scrubbed all the same."""
+    from scratchpad.observations.store import ObservationStore  # only where there is one
+
+    path = settings.observations_path
+    try:
+        with ObservationStore(path, settings=settings) as store:
+            counts = store.rescrub(scrub)
+    except (sqlite3.Error, ScratchpadError, OSError) as exc:
+        log.error(
+            "could not scrub the observation store %s again (%s): what it stored before may "
+            "still hold the new secret; if the file is damaged, move it aside (a new store is "
+            "made in its place)",
+            path,
+            exc,
+        )
+        report.failed.append(str(path))
+        return
+    report.entries_checked, report.entries_changed = counts.checked, counts.changed
 
 
 def rescrub_history(history: CellHistory, scrub: Scrubber) -> bool:

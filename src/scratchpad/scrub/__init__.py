@@ -95,6 +95,8 @@ def scrub_logs() -> None:
     logging.setLogRecordFactory(scrubbed_record)
 
 
-def register(secrets: Iterable[tuple[str, str | None]]) -> int:
-    """Register (value, name) pairs with the process's scrubber; how many forms were new."""
-    return _SCRUBBER.add_many(dict(secrets))
+def register(secrets: Iterable[tuple[str, str | None]], *, provisional: bool = False) -> int:
+    """Register (value, name) pairs with the process's scrubber; how many forms were new.
+    ``provisional``: the names hold until the value is registered under a lasting one (a
+    value under test, named as its probe sees it, then saved as a pad's variable)."""
+    return _SCRUBBER.add_many(dict(secrets), provisional=provisional)

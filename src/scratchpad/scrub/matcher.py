@@ -40,6 +40,7 @@ class Scrubber:
         self._lock = threading.Lock()
         self._forms: dict[str, Form] = {}  # each form of each secret, by its text
         self._labels: dict[str, str] = {}  # each form's replacement
+        self._provisional: set[str] = set()  # forms whose label a lasting name replaces
         self._patterns: Patterns | None = None  # compiled on first use after a change
         self.version = 0  # grows with every change (callers re-scrub stored text on it)
 
@@ -48,6 +49,7 @@ class Scrubber:
         with self._lock:
             self._forms.clear()
             self._labels.clear()
+            self._provisional.clear()
             self._changed()
 
     def add(self, value: str, name: str | None = None) -> bool:
@@ -57,9 +59,11 @@ class Scrubber:
         self.add_many({value: name})
         return True
 
-    def add_many(self, secrets: dict[str, str | None]) -> int:
+    def add_many(self, secrets: dict[str, str | None], *, provisional: bool = False) -> int:
         """Register secrets (value → variable name or None); how many new forms that made.
-        Values too short to be secrets are skipped."""
+        Values too short to be secrets are skipped. A value keeps the first name it was
+        given, except that a name beats none and a lasting name beats a ``provisional`` one
+        (what a value is called while it is tested, before it is saved under its own)."""
         added = 0
         with self._lock:
             for value, name in secrets.items():
@@ -71,11 +75,19 @@ class Scrubber:
                     if known is None:
                         added += 1
                         self._forms[form.text] = form
-                    if known is None or (known == REDACTED and name):
+                    if known is None or (name and self._renames(form.text, known, provisional)):
                         self._labels[form.text] = label
+                        if provisional and name:
+                            self._provisional.add(form.text)
+                        else:
+                            self._provisional.discard(form.text)
             if added:
                 self._changed()
         return added
+
+    def _renames(self, form: str, known: str, provisional: bool) -> bool:
+        """Whether a name given now replaces ``known``, the label ``form`` has."""
+        return known == REDACTED or (form in self._provisional and not provisional)
 
     def _changed(self) -> None:
         self._patterns = None

@@ -22,7 +22,7 @@ import asyncio
 from typing import Any
 
 from fastapi import FastAPI, Request
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from scratchpad.connect.credentials import probe_provider, saved_submission
 from scratchpad.connect.flow import submission_events
@@ -46,6 +46,11 @@ class SubmissionBody(BaseModel):
     values: dict[str, Any]
     skipped: list[str] = []
     form_spec: dict[str, Any]
+    connection_name: str | None = Field(
+        None,
+        description="What the connection is saved as when its probe succeeds (a vault name; "
+        "taken by then: the first free NAME-2, NAME-3...); default: the engine's next number.",
+    )
 
 
 def datavault_routes(
@@ -82,6 +87,7 @@ def datavault_routes(
             body.skipped,
             form_id=body.form_id,
             conversation_id=body.conversation_id,
+            connection_name=body.connection_name,
         )
         return stream(submission, provider)
 

@@ -346,6 +346,7 @@ class SubmissionInfo(BaseModel):
     method: str | None
     fields: list[str]
     skipped: list[str]
+    connection_name: str | None
     status: Literal["staged", "probing", "success", "needs_input", "retry", "failed"]
     created_at: float
     outcome: dict[str, Any]

@@ -23,6 +23,7 @@ const SUCCESS_ACTIONS = [
   { id: "view_connections", label: "View connections →", kind: "primary" },
 ];
 const CLOSERS = new Set(["cancel", "close"]);
+const NAME_FIELD = "connection_name"; // of a submission: what a success is saved as
 const MAX_PROSE = 4000;
 const MAX_STEPS = 8;
 let panels = 0;
@@ -59,7 +60,8 @@ export class FormPanel {
    * probe (a promise; what it throws shows as the form's error); `onDone(status, response,
    * panel)` after a probe's verdict; `onAction(id, panel)` (true: handled); `onClose()`;
    * `successTitle` (default "Connected"); `submitUrl`; `hiddenActions` (ids never shown,
-   * e.g. "view_connections" where the rest of the app is out of reach).
+   * e.g. "view_connections" where the rest of the app is out of reach). A panel that submits
+   * to the probe (no `onSubmit`) asks for an optional connection name as well.
    */
   constructor(container, options = {}) {
     this.options = options;
@@ -68,6 +70,7 @@ export class FormPanel {
     container.append(this.root);
     this.form = null;
     this.typed = new Map(); // `${form_id}\n${scope}` -> Map(field name -> {value, skipped})
+    this.names = new Map(); // form_id -> {value, skipped}: the connection's name, as typed
     this.dismissed = null; // the status text the person closed
     this.picking = false;
     this.sending = false;
@@ -221,11 +224,30 @@ export class FormPanel {
       h(
         "form",
         { class: "fp-form", novalidate: true, onsubmit: submit },
-        h("div", { class: "fp-grid" }, grid),
+        h("div", { class: "fp-grid" }, grid, this.nameField()),
         this.log(),
         this.actions(form.actions || DEFAULT_ACTIONS, false),
       ),
     ];
+  }
+
+  /** The connection's name (optional: the server picks the next number), when the panel
+   * submits to the probe; null otherwise. */
+  nameField() {
+    if (this.options.onSubmit) return null;
+    const formId = this.form.form_id;
+    if (!this.names.has(formId)) this.names.set(formId, { value: "", skipped: false });
+    const entry = this.names.get(formId);
+    const field = {
+      name: NAME_FIELD,
+      label: "Connection name (optional)",
+      type: "text",
+      skipable: false,
+      placeholder: "the next number",
+      help: "Pads get its variables as DS_<ENGINE>_<NAME>__<FIELD>.",
+    };
+    const onInput = (value) => (entry.value = value);
+    return renderField(field, entry, { id: `${this.id}-name`, busy: this.busy, onInput });
   }
 
   picker(methods, current) {
@@ -346,7 +368,10 @@ export class FormPanel {
       else values[field.name] = entry.value;
     }
     const spec = method ? { ...form, auth_method: method.id, selected_method: method.id } : { ...form };
-    return { form_id: form.form_id, values, skipped, form_spec: spec };
+    const submission = { form_id: form.form_id, values, skipped, form_spec: spec };
+    const name = this.options.onSubmit ? "" : (this.names.get(form.form_id)?.value || "").trim();
+    if (name) submission[NAME_FIELD] = name;
+    return submission;
   }
 
   async submit() {
