@@ -58,6 +58,7 @@ def test_a_chat_works_in_the_pads_that_exec_uses(monkeypatch: pytest.MonkeyPatch
         arguments = json.dumps({"action": "exec", "name": "main", "code": "print(answer)"})
         stub.queue(
             sse(
+                {"content": "Let me look."},  # no newline: the tool's lines start their own
                 {
                     "tool_calls": [
                         {
@@ -76,9 +77,9 @@ def test_a_chat_works_in_the_pads_that_exec_uses(monkeypatch: pytest.MonkeyPatch
             app, ["chat", "--model", "openai-compatible:m"], input="what is 6*7?\n/exit\n"
         )
     assert result.exit_code == 0, result.stderr
-    assert "The answer is 42." in result.stdout
+    assert "Let me look.\nThe answer is 42." in result.stdout
     assert "› scratchpad: print(answer)" in result.stderr
-    assert "‹ [output]" in result.stderr
+    assert "  ‹ scratchpad ok\n    [output]\n    42\n" in result.stderr  # the result's text
     tool_message = stub.requests[1]["body"]["messages"][-1]
     assert tool_message == {"role": "tool", "tool_call_id": "call_1", "content": "[output]\n42"}
 
@@ -104,7 +105,7 @@ def test_a_chat_on_a_scripted_model(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert f"scripted:{path}" in result.stdout.replace("\n", "")  # the banner names the script
     assert "It is 42." in result.stdout
-    assert "‹ [output]" in result.stderr and "42" in result.stderr
+    assert "  ‹ scratchpad ok\n    [output]\n    42\n" in result.stderr
 
 
 @pytest.mark.parametrize("size", [1, 2, 5, 1000])

@@ -20,6 +20,7 @@ from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, ScratchpadError, error_from_http
 from scratchpad.fsutil import open_private_append
 from scratchpad.isolation import cli_command
+from scratchpad.runtime import workdir
 from scratchpad.server.auth import resolve_api_key
 from scratchpad.server.state import (
     DEFAULT_HOST,
@@ -146,12 +147,26 @@ def _wait_started(
     raise ScratchpadError(f"the background server did not answer within {START_TIMEOUT_S:g}s")
 
 
+def describe(settings: Settings, record: ServerRecord) -> str:
+    """Which server this is, as one line: its home, address, pid and where its pads work."""
+    pads = workdir.where_pads_work(settings.home, record.workspace)
+    return (
+        f"pad server for {settings.home} on {record.url.removeprefix('http://')} "
+        f"(pid {record.pid}; pads work in {pads})"
+    )
+
+
 def _announce(settings: Settings, record: ServerRecord) -> None:
-    """Say on stderr (stdout may be an MCP channel) which server now runs, for which home."""
+    """Say on stderr (stdout may be an MCP channel) which server now runs, for which home:
+    a second server is never started silently."""
+    moved = (
+        f"; port {DEFAULT_PORT} is taken, by another home's server or another program"
+        if record.port != DEFAULT_PORT
+        else ""
+    )
     err_console.print(
-        f"[dim]started a pad server for {shown(settings.home)} at {shown(record.url)} "
-        f"(pid {record.pid}; log: {shown(log_path(settings))}; "
-        "stop it with `scratchpad server stop`)[/dim]"
+        f"[dim]started a {shown(describe(settings, record))}{moved}; "
+        f"log: {shown(log_path(settings))}; stop it with `scratchpad server stop`[/dim]"
     )
 
 
