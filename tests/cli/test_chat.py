@@ -120,3 +120,20 @@ def test_credential_form_blocks_are_left_out_of_the_streamed_text(size: int) -> 
     out = "".join(blocks.feed(text[i : i + size]) for i in range(0, len(text), size))
     out += blocks.flush()
     assert out == "Fill this in:\nThen `a` and\n```python\nprint(1)\n```\nend"
+
+
+def test_a_failed_turn_is_reported_and_the_chat_exits_non_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with stub_server() as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{stub.url}/v1")
+        stub.queue(
+            Reply({"error": {"message": "model not found", "type": "invalid_request"}}, 404),
+            sse({"content": "Still here."}),
+        )
+        result = runner.invoke(
+            app, ["chat", "--model", "openai-compatible:m"], input="hi\nagain\n/exit\n"
+        )
+    assert "error:" in result.stderr and "model not found" in result.stderr
+    assert "Still here." in result.stdout  # the chat went on after the failed turn
+    assert result.exit_code == 1

@@ -6,15 +6,18 @@ CLI's own flags, IPython lines get a hint, ``install -r``, ``exec --save-images`
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
+import socket
 import struct
 import zlib
 from pathlib import Path
 
 import pytest
 
-from scratchpad.server.state import read_record
+from scratchpad.config import Settings
+from scratchpad.server.state import DEFAULT_PORT, read_record
 from tests.cli.test_cli_server import scratchpad
 from tests.server_helpers import running_server
 
@@ -164,8 +167,27 @@ def test_server_status_names_a_bound_workspace(
 
 
 def read_record_of(home: Path) -> int:
-    from scratchpad.config import Settings
-
     record = read_record(Settings(home=home))
     assert record is not None
     return record.port
+
+
+def test_a_server_started_beside_another_says_so_and_why_its_port_differs(
+    hermetic_env: Path,
+) -> None:
+    """Port 8765 held (as by `make run` of another home): the command starts this home's own
+    server on another port, and says which home, where, and why, never silently."""
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        with contextlib.suppress(OSError):  # held by someone else already: just as good
+            holder.bind(("127.0.0.1", DEFAULT_PORT))
+            holder.listen()
+        done = scratchpad("exec", "p", "1")
+        assert done.returncode == 0, done.stderr
+        record = read_record(Settings(home=hermetic_env))
+        assert record is not None and record.port != DEFAULT_PORT
+        assert f"started a pad server for {hermetic_env} on 127.0.0.1:{record.port}" in done.stderr
+        assert f"port {DEFAULT_PORT} is taken" in done.stderr
+    finally:
+        holder.close()

@@ -33,7 +33,9 @@ EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
 FENCES = ("```data-vault-form", "~~~data-vault-form")
 
 
-async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> None:
+async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> bool:
+    """Chat until the person leaves; whether every turn succeeded (a failed turn is reported
+    and the chat goes on, but the command then exits non-zero)."""
     provider = create_provider(model, settings=manager.settings)
     store = ObservationStore(settings=manager.settings)
     session_id = secrets.token_hex(8)  # names the saved history and the images' folder
@@ -50,6 +52,7 @@ async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> N
         f"[dim]{provider.name}:{provider.model} · pad {pad!r} · /exit to leave · "
         "Ctrl-C stops a running cell[/dim]"
     )
+    failed = False
     try:
         while (text := await _read_line()) is not None:
             if text.strip() in EXIT_WORDS:
@@ -62,8 +65,10 @@ async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> N
                     text = await _requested_form(reply, manager)
             except ScratchpadError as exc:  # a failed turn is reported; the chat goes on
                 err_console.print(f"[red]error:[/red] {shown(str(exc))}")
+                failed = True
     finally:
         store.close()
+    return not failed
 
 
 async def _requested_form(reply: str, manager: ScratchpadManager) -> str:
