@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from scratchpad.cli.background import stop
 from scratchpad.config import Settings
 from scratchpad.server.state import DEFAULT_PORT, read_record
 from tests.cli.test_cli_server import scratchpad
@@ -191,3 +192,23 @@ def test_a_server_started_beside_another_says_so_and_why_its_port_differs(
         assert f"port {DEFAULT_PORT} is taken" in done.stderr
     finally:
         holder.close()
+
+
+def test_a_second_home_is_told_whose_server_holds_the_default_port(tmp_path: Path) -> None:
+    """The `make run` case: one home's server on 8765, a command with another home."""
+    first = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "first")}
+    second = {**os.environ, "SCRATCHPAD_HOME": str(tmp_path / "second")}
+    try:
+        started = scratchpad("server", "start", env=first)
+        assert started.returncode == 0, started.stderr
+        held = read_record(Settings(home=tmp_path / "first"))
+        assert held is not None
+        if held.port != DEFAULT_PORT:
+            pytest.skip(f"port {DEFAULT_PORT} is held by something else on this machine")
+        done = scratchpad("exec", "p", "1", env=second)
+        assert done.returncode == 0, done.stderr
+        assert f"started a pad server for {tmp_path / 'second'} on 127.0.0.1:" in done.stderr
+        assert f"port {DEFAULT_PORT} is taken by the pad server of another home" in done.stderr
+    finally:
+        stop(Settings(home=tmp_path / "first"))
+        stop(Settings(home=tmp_path / "second"))

@@ -159,15 +159,27 @@ def describe(settings: Settings, record: ServerRecord) -> str:
 def _announce(settings: Settings, record: ServerRecord) -> None:
     """Say on stderr (stdout may be an MCP channel) which server now runs, for which home:
     a second server is never started silently."""
-    moved = (
-        f"; port {DEFAULT_PORT} is taken, by another home's server or another program"
-        if record.port != DEFAULT_PORT
-        else ""
-    )
+    moved = "" if record.port == DEFAULT_PORT else f"; {_default_port_holder()}"
     err_console.print(
         f"[dim]started a {shown(describe(settings, record))}{moved}; "
         f"log: {shown(log_path(settings))}; stop it with `scratchpad server stop`[/dim]"
     )
+
+
+def _default_port_holder() -> str:
+    """Why a new server is not on the default port: most often the pad server of another
+    home (a `make run` with another SCRATCHPAD_HOME), which its health check tells."""
+    try:
+        answer = httpx.get(f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/healthz", timeout=2)
+        pad_server = answer.status_code == 200 and answer.json() == {"ok": True}
+    except (httpx.HTTPError, ValueError):
+        pad_server = False
+    if pad_server:
+        return (
+            f"port {DEFAULT_PORT} is taken by the pad server of another home (to use that "
+            "one instead, set the SCRATCHPAD_HOME it serves)"
+        )
+    return f"port {DEFAULT_PORT} is taken by another program"
 
 
 def _kill(settings: Settings, process: subprocess.Popen[bytes]) -> None:
