@@ -370,7 +370,7 @@ def ls(
 
 
 def since(moment: float | None, now: float) -> str:
-    """When something last happened, as a person reads it: '12 s ago', 'never'."""
+    """When a pad was last active, as a person reads it: 'active 12 s ago', 'never active'."""
     if moment is None:
         return "never active"
     seconds = max(0.0, now - moment)

@@ -31,13 +31,16 @@ def start() -> None:
     """Start the background server for this home (nothing to do when one runs)."""
     settings = _settings()
     try:
-        endpoint(settings)
+        target = endpoint(settings)
     except ScratchpadError as exc:
         fail(str(exc))
         raise typer.Exit(2) from None
     record = running_record(settings)
-    if record is not None:
-        console.print(f"the {describe(settings, record)}; log: {log_path(settings)}", markup=False)
+    if record is None:  # SCRATCHPAD_BACKEND=remote: that server is not this home's to start
+        where = f"pad commands use the server at {target.url} (SCRATCHPAD_REMOTE_URL)"
+        console.print(where, markup=False)
+        return
+    console.print(f"the {describe(settings, record)}; log: {log_path(settings)}", markup=False)
 
 
 @server_app.command(cls=Command)
