@@ -14,14 +14,14 @@ def read_requirements(path: Path) -> list[str]:
     """The specs of ``path`` in order: comments, blank lines and line continuations as pip
     reads them, ``-r OTHER`` included (relative to the file). Any other option (``-e``,
     ``--index-url``, ``--hash``) or an environment marker is refused, naming the line."""
-    return _read(path, seen=set())
+    return list(dict.fromkeys(_read(path, including=())))  # a spec twice: installed once
 
 
-def _read(path: Path, seen: set[Path]) -> list[str]:
+def _read(path: Path, including: tuple[Path, ...]) -> list[str]:
+    """The specs of ``path``, read while the files ``including`` include it."""
     where = path.resolve()
-    if where in seen:
+    if where in including:
         raise InvalidInputError(f"{path} includes itself (through -r); remove the loop")
-    seen.add(where)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -37,7 +37,7 @@ def _read(path: Path, seen: set[Path]) -> list[str]:
             target = words[1] if len(words) > 1 else words[0].partition("=")[2]
             if not target:
                 raise InvalidInputError(f"{path}:{number}: -r needs a file name")
-            specs += _read(path.parent / target, seen)
+            specs += _read(path.parent / target, (*including, where))
         elif line.startswith("-"):
             raise InvalidInputError(
                 f"{path}:{number}: {words[0]} is an installer option, which a pad does not "
