@@ -47,6 +47,12 @@ def test_a_failed_install_prints_why_and_exits_non_zero() -> None:
     assert done.stdout == ""
 
 
+def test_a_spec_no_pad_takes_is_refused_before_any_server_is_asked() -> None:
+    done = scratchpad("install", "main", "--", "--index-url=https://example.invalid")
+    assert done.returncode == 2 and "is not allowed" in done.stderr
+    assert "started a pad server" not in done.stderr
+
+
 def test_install_reads_requirements_files(wheel: Path, tmp_path: Path) -> None:
     (tmp_path / "more.txt").write_text(f"{wheel}  # the local wheel\n")
     requirements = tmp_path / "requirements.txt"

@@ -424,17 +424,19 @@ def install(
 ) -> None:
     """Install packages into a pad's environment (exit 1 when the installer fails)."""
     from scratchpad.cli.requirements import read_requirements
+    from scratchpad.runtime.venv import validate_specs
 
     specs = list(packages or [])
+    if not specs and not requirements:
+        fail("no packages given: pass PACKAGE... or -r requirements.txt")
+        raise typer.Exit(2)
     try:
         for path in requirements or []:
             specs += read_requirements(path)
+        specs = validate_specs(specs)  # a spec no pad takes is a usage error, asked of no server
     except ScratchpadError as exc:
         fail(str(exc))
         raise typer.Exit(2) from None
-    if not specs:
-        fail("no packages given: pass PACKAGE... or -r requirements.txt")
-        raise typer.Exit(2)
 
     async def job(runtime: RemoteRuntime) -> tuple[bool, str]:
         try:
