@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: setup
+	@echo "In a second terminal (same SCRATCHPAD_HOME): source $(BIN)/activate, then e.g. scratchpad exec main 'print(1)'"
 	$(BIN)/scratchpad serve
 
 lint: setup

@@ -132,7 +132,8 @@ def test_nothing_planted_where_the_cli_starts_a_server_or_where_a_pad_works_is_i
         assert started.returncode == 0, started.stderr
         record = running_record(settings)
         assert record is not None
-        assert f"started a pad server for {hermetic_env} at {record.url}" in started.stderr
+        address = f"{record.host}:{record.port}"
+        assert f"started a pad server for {hermetic_env} on {address}" in started.stderr
         assert os.readlink(f"/proc/{record.pid}/cwd") == str(hermetic_env)  # no pad writes it
         pad_dir = hermetic_env / "workspaces" / "p1"
         assert started.stdout.strip() == str(pad_dir.resolve())

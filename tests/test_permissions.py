@@ -164,7 +164,7 @@ def test_a_home_after_a_realistic_session_gives_nothing_to_group_or_others(
     call = {"action": "exec", "name": "a", "code": CHAT_CELL}
     chat.write_text(json.dumps([[{"name": "scratchpad", "input": call}], "Done."]))
     try:
-        assert "serving at" in scratchpad("server", "start", cwd=work)
+        assert f"pad server for {home} on" in scratchpad("server", "start", cwd=work)
         scratchpad("exec", "a", "open('made.txt', 'w').write('by the pad')", cwd=work)
         scratchpad("exec", "данные/x", "import tempfile; tempfile.mkstemp()", cwd=work)
         scratchpad("install", "a", str(wheel), cwd=work)

@@ -58,6 +58,7 @@ def test_a_chat_works_in_the_pads_that_exec_uses(monkeypatch: pytest.MonkeyPatch
         arguments = json.dumps({"action": "exec", "name": "main", "code": "print(answer)"})
         stub.queue(
             sse(
+                {"content": "Let me look."},  # no newline: the tool's lines start their own
                 {
                     "tool_calls": [
                         {
@@ -76,9 +77,9 @@ def test_a_chat_works_in_the_pads_that_exec_uses(monkeypatch: pytest.MonkeyPatch
             app, ["chat", "--model", "openai-compatible:m"], input="what is 6*7?\n/exit\n"
         )
     assert result.exit_code == 0, result.stderr
-    assert "The answer is 42." in result.stdout
+    assert "Let me look.\nThe answer is 42." in result.stdout
     assert "› scratchpad: print(answer)" in result.stderr
-    assert "‹ [output]" in result.stderr
+    assert "  ‹ scratchpad ok\n    [output]\n    42\n" in result.stderr  # the result's text
     tool_message = stub.requests[1]["body"]["messages"][-1]
     assert tool_message == {"role": "tool", "tool_call_id": "call_1", "content": "[output]\n42"}
 
@@ -104,7 +105,7 @@ def test_a_chat_on_a_scripted_model(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert f"scripted:{path}" in result.stdout.replace("\n", "")  # the banner names the script
     assert "It is 42." in result.stdout
-    assert "‹ [output]" in result.stderr and "42" in result.stderr
+    assert "  ‹ scratchpad ok\n    [output]\n    42\n" in result.stderr
 
 
 @pytest.mark.parametrize("size", [1, 2, 5, 1000])
@@ -119,3 +120,20 @@ def test_credential_form_blocks_are_left_out_of_the_streamed_text(size: int) -> 
     out = "".join(blocks.feed(text[i : i + size]) for i in range(0, len(text), size))
     out += blocks.flush()
     assert out == "Fill this in:\nThen `a` and\n```python\nprint(1)\n```\nend"
+
+
+def test_a_failed_turn_is_reported_and_the_chat_exits_non_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with stub_server() as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{stub.url}/v1")
+        stub.queue(
+            Reply({"error": {"message": "model not found", "type": "invalid_request"}}, 404),
+            sse({"content": "Still here."}),
+        )
+        result = runner.invoke(
+            app, ["chat", "--model", "openai-compatible:m"], input="hi\nagain\n/exit\n"
+        )
+    assert "error:" in result.stderr and "model not found" in result.stderr
+    assert "Still here." in result.stdout  # the chat went on after the failed turn
+    assert result.exit_code == 1

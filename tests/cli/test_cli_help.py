@@ -62,7 +62,7 @@ def test_every_help_is_plain_and_h_is_help(words: list[str]) -> None:
     ("words", "usage"),
     [
         (["exec"], "scratchpad exec [OPTIONS] PAD [CODE]"),
-        (["install"], "scratchpad install [OPTIONS] PAD PACKAGES..."),
+        (["install"], "scratchpad install [OPTIONS] PAD [PACKAGES...]"),
         (["agent", "diff"], "scratchpad agent diff [OPTIONS] ROOT [CYCLE]"),
         (["obs", "read"], "scratchpad obs read [OPTIONS] ID"),
     ],

@@ -70,11 +70,15 @@ def test_two_exec_calls_share_variables_through_a_background_server(hermetic_env
     assert second.stdout.splitlines()[0] == "1"
     record = read_record(Settings(home=hermetic_env))
     assert record is not None
-    assert f"started a pad server for {hermetic_env} at {record.url}" in first.stderr
+    address = f"{record.host}:{record.port}"
+    assert f"started a pad server for {hermetic_env} on {address}" in first.stderr
     assert "started a pad server" not in second.stderr  # it was running: nothing to say
     assert_private(hermetic_env)
     status = scratchpad("server", "status")
     assert status.returncode == 0 and f"pid {record.pid}" in status.stdout
+    # it names the home, the address and where the pads work (each in its own directory)
+    assert f"for {hermetic_env} on {address}" in status.stdout
+    assert f"pads work in {hermetic_env / 'workspaces' / '<pad>'}" in status.stdout
     kernels = [  # the pad's processes (its kernel, and what starts it) below the server
         pid
         for pid in descendants(record.pid)

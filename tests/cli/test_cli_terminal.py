@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from scratchpad.agent import SessionEvent
 from scratchpad.cli.app import app
-from scratchpad.cli.chat import _show
+from scratchpad.cli.chat import Screen
 from scratchpad.cli.output import print_json, safe_text
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.memory.state import load_state, save_state
@@ -150,13 +150,14 @@ def test_chat_shows_model_and_tool_text_escaped(
         SessionEvent("tool_progress", {"message": f"step {TITLE}"}),
         SessionEvent("tool_result", {"ok": True, "text": f"[output]\n{TITLE}"}),
     ]
+    screen = Screen(tmp_path)
     for event in events:
-        _show(event, tmp_path)
+        screen.show(event)
     captured = capsys.readouterr()
     for stream in (captured.out, captured.err):
         assert not RAW_CONTROL.search(stream)
     assert f"answer {SHOWN_TITLE}" in captured.out
-    assert captured.err.count(SHOWN_TITLE) == 2  # the code and the progress message
+    assert captured.err.count(SHOWN_TITLE) == 3  # the code, the progress message, the result
 
 
 def test_what_the_cli_prints_is_scrubbed() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scratchpad import Cell, DisplayEvent, OutputEvent, ProgressEvent
-from scratchpad.errors import InvalidInputError, PadClosedError
+from scratchpad.errors import InstallError, InvalidInputError, PadClosedError
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from tests.conftest import wait_until_busy
@@ -98,6 +98,15 @@ async def test_syntax_error_is_reported(pad: ScratchpadRuntime) -> None:
     assert cell.status == "error"
     assert cell.error is not None and "SyntaxError" in cell.error
     assert "ast.py" not in cell.error and "worker.py" not in cell.error
+
+
+async def test_a_failed_install_raises_on_every_backend(pad: ScratchpadRuntime) -> None:
+    """The protocol answers a failed install as text; the remote runtime raises it as the
+    local one does, so no caller takes a failure for installed packages."""
+    with pytest.raises(InstallError, match="nosuchpkg-contract") as caught:
+        await pad.install_packages(["nosuchpkg-contract"])
+    assert caught.value.output
+    assert (await pad.execute("1")).status == "ok"
 
 
 async def test_stdout_and_stderr_are_separate_and_streamed(pad: ScratchpadRuntime) -> None:

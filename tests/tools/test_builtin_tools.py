@@ -218,3 +218,27 @@ async def test_read_image_from_a_file(setup: Any, tmp_path: Path) -> None:
     text_file.write_text("hello")
     refused = await registry.dispatch("read_image", {"path": str(text_file)}, context)
     assert not refused.ok and "not a PNG or JPEG" in refused.text
+
+
+async def test_a_stopped_cells_advice_names_the_tools_own_fields(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The model is told to pass ``estimated_execution_time_seconds``, the field it has, not
+    the Python API's ``estimated_seconds``; the pad's own history keeps the core's words."""
+    quick = settings.model_copy(update={"timeout_slack_s": 0.5})  # an estimate of 0.5: 1 s
+    manager = ScratchpadManager(workspace=tmp_path / "work", settings=quick)
+    context = ToolSessionContext(manager=manager, turn_id="turn-1", step_num=1)
+    registry = ToolRegistry([scratchpad_tool(manager)])
+    try:
+        call = {"action": "exec", "name": "main", "code": "import time\ntime.sleep(30)"}
+        outcome = await run(registry, context, **call, estimated_execution_time_seconds=0.5)
+        assert outcome.reason == "timeout"
+        assert (
+            "pass timeout_s, or a realistic estimated_execution_time_seconds (the limit"
+            in outcome.text
+        )
+        assert "estimated_seconds" not in outcome.text.replace("execution_time_seconds", "")
+        kept = manager.get("main").cells[-1].error or ""
+        assert "a realistic estimated_seconds" in kept  # the stored cell is not reworded
+    finally:
+        await manager.close_all()

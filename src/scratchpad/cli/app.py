@@ -9,6 +9,7 @@ import contextlib
 import json
 import signal
 import sys
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -16,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from scratchpad.cli import connect as _connect  # noqa: F401 (adds vault connect / test)
+from scratchpad.cli import images
 from scratchpad.cli.agent import agent_app
 from scratchpad.cli.commands import CONTEXT_SETTINGS, Command, Group, checked
 from scratchpad.cli.files import files_app
@@ -24,12 +26,19 @@ from scratchpad.cli.output import LiveCell, console, err_console, fail, print_js
 from scratchpad.cli.server_cmd import server_app
 from scratchpad.cli.vault import vault_app
 from scratchpad.config import Settings
-from scratchpad.errors import InvalidInputError, PadError, PadNotFoundError, ScratchpadError
+from scratchpad.errors import (
+    InstallError,
+    InvalidInputError,
+    PadError,
+    PadNotFoundError,
+    ScratchpadError,
+)
 from scratchpad.runtime.base import check_cell_id
 from scratchpad.runtime.cell import Cell, StreamItem, new_cell_id
+from scratchpad.runtime.limits import mib
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
-from scratchpad.runtime.timeouts import check_estimate, check_timeout
+from scratchpad.runtime.timeouts import check_estimate, check_timeout, name_parameters
 
 app = typer.Typer(
     name="scratchpad",
@@ -48,6 +57,7 @@ app.add_typer(vault_app, name="vault")
 app.add_typer(files_app, name="files")
 
 PadArg = Annotated[str, typer.Argument(help="Pad name, e.g. 'main'.")]
+FLAGS = {"timeout": "--timeout", "estimate": "--estimate"}  # a stopped cell's advice names them
 
 
 def show_version(wanted: bool) -> None:
@@ -208,9 +218,19 @@ def exec_(
             "--id ID' can stop it; a repeat gives the cell with that id, it does not run again.",
         ),
     ] = None,
+    save_images: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-images",
+            metavar="DIR",
+            help="Write the cell's images (PNG, JPEG, SVG) into DIR and print their paths.",
+        ),
+    ] = None,
 ) -> None:
     """Run code in a pad (created on first use), streaming its output; Ctrl-C cancels it."""
     source = read_code(code, file)
+    if save_images is not None:
+        ready_directory(save_images, "--save-images")
     cell_id = id_ or new_cell_id()  # Ctrl-C cancels this cell, never another client's
 
     async def job(runtime: RemoteRuntime) -> bool:
@@ -224,10 +244,14 @@ def exec_(
                 cell_id=cell_id,
             )
             cell = await last_cell(items, None if as_json else live.event)
+        cell.error = cell.error and name_parameters(cell.error, FLAGS)
         if as_json:
             print_json(cell.to_dict())
         else:
             live.end(cell)
+        if save_images is not None:
+            for path in await asyncio.to_thread(images.save_images, cell, save_images):
+                print_text(f"wrote {path}", err=as_json)  # stdout stays one JSON document
         return cell.ok
 
     if not on_server(pad, job):
@@ -306,6 +330,18 @@ def dump(
     console.print(f"wrote {ipynb}", markup=False)
 
 
+def ready_directory(path: Path, option: str) -> None:
+    """``path`` as a directory (made when missing), before any server is asked."""
+    if path.exists() and not path.is_dir():
+        fail(f"{option}: {path} is not a directory; give a directory (made when missing)")
+        raise typer.Exit(2)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"{option}: cannot make {path}: {exc.strerror}; choose another directory")
+        raise typer.Exit(2) from None
+
+
 def check_writable(path: Path, option: str) -> None:
     """Refuse at once (before any server is asked) a file path that cannot be written."""
     if path.is_dir():
@@ -332,20 +368,41 @@ async def _cells_as(runtime: RemoteRuntime, kind: str) -> str:
 def ls(
     as_json: Annotated[
         bool,
-        typer.Option("--json", help="Print the pads as JSON: [{name, status, cells, queued}]."),
+        typer.Option(
+            "--json",
+            help="Print the pads as JSON: [{name, status, cells, queued, memory_bytes, "
+            "last_activity}] (memory_bytes: null for a stopped pad; last_activity: epoch "
+            "seconds, null before any cell).",
+        ),
     ] = False,
 ) -> None:
-    """List the pads with their status and number of cells."""
+    """List the pads: status, cells, memory (of a running kernel) and last activity."""
     pads = on_server(None, lambda runtime: runtime.server_pads())
     if as_json:
-        keys = ("name", "status", "cells", "queued")
-        print_json([{key: pad.get(key, 0) for key in keys} for pad in pads])
+        keys = ("name", "status", "cells", "queued", "memory_bytes", "last_activity")
+        print_json([{key: pad.get(key) for key in keys} for pad in pads])
         return
     if not pads:
         console.print("no pads yet; create one with: scratchpad exec main 'print(1)'")
+    now = time.time()
     for pad in pads:
         waiting = f", {pad['queued']} queued" if pad.get("queued") else ""
-        print_text(f"{pad['name']}\t{pad['status']}{waiting}\t{pad['cells']} cells")
+        memory = pad.get("memory_bytes")
+        print_text(
+            f"{pad['name']}\t{pad['status']}{waiting}\t{pad['cells']} cells\t"
+            f"{'-' if memory is None else mib(memory)}\t{since(pad.get('last_activity'), now)}"
+        )
+
+
+def since(moment: float | None, now: float) -> str:
+    """When a pad was last active, as a person reads it: 'active 12 s ago', 'never active'."""
+    if moment is None:
+        return "never active"
+    seconds = max(0.0, now - moment)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"active {seconds // size:.0f} {unit} ago"
+    return f"active {seconds:.0f} s ago"
 
 
 @app.command(cls=Command)
@@ -395,11 +452,42 @@ def cancel(
 @app.command(cls=Command)
 def install(
     pad: PadArg,
-    packages: Annotated[list[str], typer.Argument(help="Package specs, e.g. requests 'six>=1'.")],
+    packages: Annotated[
+        list[str] | None, typer.Argument(help="Package specs, e.g. requests 'six>=1'.")
+    ] = None,
+    requirements: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--requirement", "-r", metavar="FILE", help="Install the specs of this file too."
+        ),
+    ] = None,
 ) -> None:
-    """Install packages into a pad's environment."""
-    output = on_server(pad, lambda runtime: runtime.install_packages(packages))
-    print_text(output or "nothing to do")
+    """Install packages into a pad's environment (exit 1 when the installer fails)."""
+    from scratchpad.cli.requirements import read_requirements
+    from scratchpad.runtime.venv import validate_specs
+
+    specs = list(packages or [])
+    if not specs and not requirements:
+        fail("no packages given: pass PACKAGE... or -r requirements.txt")
+        raise typer.Exit(2)
+    try:
+        for path in requirements or []:
+            specs += read_requirements(path)
+        specs = validate_specs(specs)  # a spec no pad takes is a usage error, asked of no server
+    except ScratchpadError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+
+    async def job(runtime: RemoteRuntime) -> tuple[bool, str]:
+        try:
+            return True, await runtime.install_packages(specs) or "nothing to do"
+        except InstallError as exc:  # the installer's own words: what failed and why
+            return False, str(exc)
+
+    ok, output = on_server(pad, job)
+    print_text(output, err=not ok)
+    if not ok:
+        raise typer.Exit(1)
 
 
 @app.command(cls=Command)
@@ -413,10 +501,12 @@ def chat(
     ] = None,
     pad: Annotated[str, typer.Option(help="The pad the model works in.")] = "main",
 ) -> None:
-    """Chat with a model that runs code in a pad (Ctrl-C stops a running cell)."""
+    """Chat with a model that runs code in a pad (Ctrl-C stops a running cell); exit 1 when
+    a turn failed."""
     from scratchpad.cli.chat import run_chat
 
-    run(lambda manager: run_chat(manager, model, pad))
+    if not run(lambda manager: run_chat(manager, model, pad)):
+        raise typer.Exit(1)
 
 
 def check_port(value: int) -> int:
@@ -470,6 +560,7 @@ def login(
     console.print(url, markup=False)
     if open_ and not open_in_browser(url):
         fail("no browser could be started here: open the link above yourself")
+        raise typer.Exit(1)
 
 
 @app.command("mcp", cls=Command)

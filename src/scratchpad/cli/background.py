@@ -20,6 +20,7 @@ from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, ScratchpadError, error_from_http
 from scratchpad.fsutil import open_private_append
 from scratchpad.isolation import cli_command
+from scratchpad.runtime import workdir
 from scratchpad.server.auth import resolve_api_key
 from scratchpad.server.state import (
     DEFAULT_HOST,
@@ -146,13 +147,39 @@ def _wait_started(
     raise ScratchpadError(f"the background server did not answer within {START_TIMEOUT_S:g}s")
 
 
-def _announce(settings: Settings, record: ServerRecord) -> None:
-    """Say on stderr (stdout may be an MCP channel) which server now runs, for which home."""
-    err_console.print(
-        f"[dim]started a pad server for {shown(settings.home)} at {shown(record.url)} "
-        f"(pid {record.pid}; log: {shown(log_path(settings))}; "
-        "stop it with `scratchpad server stop`)[/dim]"
+def describe(settings: Settings, record: ServerRecord) -> str:
+    """Which server this is, as one line: its home, address, pid and where its pads work."""
+    pads = workdir.where_pads_work(settings.home, record.workspace)
+    return (
+        f"pad server for {settings.home} on {record.url.removeprefix('http://')} "
+        f"(pid {record.pid}; pads work in {pads})"
     )
+
+
+def _announce(settings: Settings, record: ServerRecord) -> None:
+    """Say on stderr (stdout may be an MCP channel) which server now runs, for which home:
+    a second server is never started silently."""
+    moved = "" if record.port == DEFAULT_PORT else f"; {_default_port_holder()}"
+    err_console.print(
+        f"[dim]started a {shown(describe(settings, record))}{moved}; "
+        f"log: {shown(log_path(settings))}; stop it with `scratchpad server stop`[/dim]"
+    )
+
+
+def _default_port_holder() -> str:
+    """Why a new server is not on the default port: most often the pad server of another
+    home (a `make run` with another SCRATCHPAD_HOME), which its health check tells."""
+    try:
+        answer = httpx.get(f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/healthz", timeout=2)
+        pad_server = answer.status_code == 200 and answer.json() == {"ok": True}
+    except (httpx.HTTPError, ValueError):
+        pad_server = False
+    if pad_server:
+        return (
+            f"port {DEFAULT_PORT} is taken by the pad server of another home (to use that "
+            "one instead, set the SCRATCHPAD_HOME it serves)"
+        )
+    return f"port {DEFAULT_PORT} is taken by another program"
 
 
 def _kill(settings: Settings, process: subprocess.Popen[bytes]) -> None:

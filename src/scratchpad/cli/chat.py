@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from scratchpad.agent import Session, SessionEvent
 from scratchpad.cli.output import console, err_console, shown
@@ -26,11 +27,15 @@ SYSTEM = (
     "scratchpad tool (action exec, name {pad!r}) to compute, inspect files and data, and "
     "make plots. Variables persist between calls. Answer plainly when you are done."
 )
+RESULT_LINES = 20  # of a tool's result shown (the model gets all of it)
+RESULT_LINE_CHARS = 200
 EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
 FENCES = ("```data-vault-form", "~~~data-vault-form")
 
 
-async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> None:
+async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> bool:
+    """Chat until the person leaves; whether every turn succeeded (a failed turn is reported
+    and the chat goes on, but the command then exits non-zero)."""
     provider = create_provider(model, settings=manager.settings)
     store = ObservationStore(settings=manager.settings)
     session_id = secrets.token_hex(8)  # names the saved history and the images' folder
@@ -47,6 +52,7 @@ async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> N
         f"[dim]{provider.name}:{provider.model} · pad {pad!r} · /exit to leave · "
         "Ctrl-C stops a running cell[/dim]"
     )
+    failed = False
     try:
         while (text := await _read_line()) is not None:
             if text.strip() in EXIT_WORDS:
@@ -59,8 +65,10 @@ async def run_chat(manager: ScratchpadManager, model: str | None, pad: str) -> N
                     text = await _requested_form(reply, manager)
             except ScratchpadError as exc:  # a failed turn is reported; the chat goes on
                 err_console.print(f"[red]error:[/red] {shown(str(exc))}")
+                failed = True
     finally:
         store.close()
+    return not failed
 
 
 async def _requested_form(reply: str, manager: ScratchpadManager) -> str:
@@ -90,13 +98,14 @@ async def _turn(session: Session, manager: ScratchpadManager, text: str, images:
         )
     reply = ""
     shown_text = FormBlocks()
+    screen = Screen(images)
     try:
         async for event in session.turn_stream(text):
             if event.kind == "text_delta":
                 event = SessionEvent("text_delta", {"text": shown_text.feed(event.data["text"])})
             else:
-                _show(SessionEvent("text_delta", {"text": shown_text.flush()}), images)
-            _show(event, images)
+                screen.show(SessionEvent("text_delta", {"text": shown_text.flush()}))
+            screen.show(event)
             if event.kind == "turn_end":
                 reply = str(event.data["text"])
     finally:
@@ -107,25 +116,49 @@ async def _turn(session: Session, manager: ScratchpadManager, text: str, images:
     return reply
 
 
-def _show(event: SessionEvent, images: Path) -> None:
-    data = event.data
-    if event.kind == "text_delta":
-        console.print(shown(str(data["text"])), end="")
-    elif event.kind == "tool_call":
-        code = data["input"].get("code") if isinstance(data.get("input"), dict) else None
-        detail = f": {shown(str(code).splitlines()[0][:80])}" if code else ""
-        err_console.print(f"[cyan]› {shown(str(data['name']))}{detail}[/cyan]")
-    elif event.kind == "tool_progress":
-        err_console.print(f"[dim]  … {shown(str(data['message']))}[/dim]")
-    elif event.kind == "tool_result":
+class Screen:
+    """The events of a turn on the terminal: the model's text as it streams, each tool call
+    and its result's text (at most ``RESULT_LINES`` lines) on lines of their own."""
+
+    def __init__(self, images: Path) -> None:
+        self.images = images
+        self.open_line = False  # the model's text stopped mid-line
+
+    def show(self, event: SessionEvent) -> None:
+        data = event.data
+        if event.kind == "text_delta":
+            text = str(data["text"])
+            console.print(shown(text), end="")
+            self.open_line = self.open_line if not text else not text.endswith("\n")
+            return
+        if self.open_line:  # a tool's lines never continue the model's sentence
+            console.print()
+            self.open_line = False
+        if event.kind == "tool_call":
+            code = data["input"].get("code") if isinstance(data.get("input"), dict) else None
+            detail = f": {shown(str(code).splitlines()[0][:80])}" if code else ""
+            err_console.print(f"[cyan]› {shown(str(data['name']))}{detail}[/cyan]")
+        elif event.kind == "tool_progress":
+            err_console.print(f"[dim]  … {shown(str(data['message']))}[/dim]")
+        elif event.kind == "tool_result":
+            self._result(data)
+        elif event.kind == "cap_exhausted":
+            err_console.print("[yellow]  tool-round cap reached; asking for a summary[/yellow]")
+
+    def _result(self, data: dict[str, Any]) -> None:
         colour = "green" if data["ok"] else "red"
-        first = str(data["text"]).strip().splitlines()[:1]
-        err_console.print(f"[{colour}]  ‹ {shown(first[0][:100]) if first else ''}[/{colour}]")
+        outcome = "ok" if data["ok"] else "failed"
+        err_console.print(f"[{colour}]  ‹ {shown(str(data.get('name', '')))} {outcome}[/{colour}]")
+        lines = str(data["text"]).strip().splitlines()
+        for line in lines[:RESULT_LINES]:
+            more = len(line) - RESULT_LINE_CHARS
+            cut = f"{line[:RESULT_LINE_CHARS]} … ({more} more characters)" if more > 0 else line
+            err_console.print(f"    {shown(cut)}")
+        if len(lines) > RESULT_LINES:
+            err_console.print(f"[dim]    … {len(lines) - RESULT_LINES} more lines[/dim]")
         for image in data.get("images", []):
-            path = _save(images, image.media_type, image.data)
+            path = _save(self.images, image.media_type, image.data)
             err_console.print(f"[magenta]  image saved: {shown(path)}[/magenta]")
-    elif event.kind == "cap_exhausted":
-        err_console.print("[yellow]  tool-round cap reached; asking for a summary[/yellow]")
 
 
 class FormBlocks:

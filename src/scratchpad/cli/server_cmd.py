@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from scratchpad.cli.background import endpoint, stop
+from scratchpad.cli.background import describe, endpoint, stop
 from scratchpad.cli.commands import Command, Group
 from scratchpad.cli.output import console, fail
 from scratchpad.config import Settings
@@ -35,18 +35,28 @@ def start() -> None:
     except ScratchpadError as exc:
         fail(str(exc))
         raise typer.Exit(2) from None
-    console.print(f"serving at {target.url} (log: {log_path(settings)})", markup=False)
+    record = running_record(settings)
+    if record is None:  # SCRATCHPAD_BACKEND=remote: that server is not this home's to start
+        where = f"pad commands use the server at {target.url} (SCRATCHPAD_REMOTE_URL)"
+        console.print(where, markup=False)
+        return
+    console.print(f"the {describe(settings, record)}; log: {log_path(settings)}", markup=False)
 
 
 @server_app.command(cls=Command)
 def status() -> None:
-    """Say whether this home's server runs, where, and under which pid (exit 1 if not)."""
+    """Say whether this home's server runs: its home, address, pid and where its pads work
+    (exit 1 if none runs)."""
     settings = _settings()
     record = running_record(settings)
     if record is None:
-        console.print(f"no server runs for {settings.home}", markup=False)
+        console.print(
+            f"no server runs for {settings.home} (SCRATCHPAD_HOME); a server bound to a "
+            "workspace DIR has its home in DIR/.scratchpad",
+            markup=False,
+        )
         raise typer.Exit(1)
-    console.print(f"running at {record.url} (pid {record.pid})", markup=False)
+    console.print(f"running: the {describe(settings, record)}", markup=False)
 
 
 @server_app.command("stop", cls=Command)

@@ -39,7 +39,7 @@ from scratchpad.runtime.cell import (
     bundle_size,
 )
 from scratchpad.runtime.kernel import KernelProcess
-from scratchpad.runtime.timeouts import Timeouts
+from scratchpad.runtime.timeouts import Timeouts, advice
 from scratchpad.scrub import scrub, scrub_bundle, scrubber
 from scratchpad.text import clean_data, clean_text, cut_middle
 
@@ -311,25 +311,15 @@ class CellRun:
     def _stop_reason_words(self) -> tuple[str, str]:
         """What stopped the cell, and what to do about it next time."""
         timeouts = self.timeouts
-        if self.stop_reason == "timeout" and timeouts.hard:
-            return (
-                f"Cell timed out after {timeouts.total:g}s",
-                "That was its timeout_s: pass a larger one if it needs longer; progress() "
-                "shows how far it got.",
-            )
         if self.stop_reason == "timeout":
-            return (
-                f"Cell timed out after {timeouts.total:g}s",
-                "If it needs longer, pass timeout_s, or a realistic estimated_seconds (the "
-                "limit becomes about twice the estimate); progress() shows how far it got.",
-            )
+            head = f"Cell timed out after {timeouts.total:g}s"
+            return head, advice("hard" if timeouts.hard else "total")
         if self.stop_reason == "inactivity":
             return (
                 f"Cell stopped after {timeouts.inactivity:g}s without a sign of life (no "
                 "output, no heartbeat: C code held the interpreter, or the process was "
                 "stopped)",
-                "Split such work into smaller steps; the window grows with estimated_seconds, "
-                "up to SCRATCHPAD_MAX_INACTIVITY_S, whatever timeout_s says.",
+                advice("inactivity"),
             )
         if self.stop_reason == "violation":
             return self._violation_words(), ""

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -21,6 +22,7 @@ import httpx
 from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 
 from scratchpad.errors import (
+    InstallError,
     PadClosedError,
     PadError,
     PadNotFoundError,
@@ -57,6 +59,8 @@ DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
 # it happen anyway, the cell is sent again with its id (see _stream).
 POOL_KEEPALIVE_S = 1.0
 CANCEL_TIMEOUT_S = 10.0
+# How the protocol answers a failed install: 200 with this text as its result.
+INSTALL_FAILED = re.compile(r"Install failed \((?:exit (?P<code>-?\d+)|[^)]*)\)")
 
 log = logging.getLogger(__name__)
 
@@ -157,9 +161,16 @@ class RemoteRuntime(ScratchpadRuntime):
         return self.cells
 
     async def install_packages(self, packages: list[str]) -> str:
+        """The installer's output; a failed install (which the protocol answers as text)
+        raises InstallError, as a local pad's does."""
         validate_specs(packages)  # refused here: the server answers them as a failed install
         answer = await self._post("/scratchpad/install", {"name": self.name, "packages": packages})
-        return str(answer.get("result", ""))
+        result = str(answer.get("result", ""))
+        failed = INSTALL_FAILED.match(result)
+        if failed:
+            code = failed.group("code")
+            raise InstallError(result, exit_code=int(code) if code else None, output=result)
+        return result
 
     async def execute_streaming(
         self,

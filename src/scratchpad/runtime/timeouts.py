@@ -4,11 +4,40 @@ the checks of both, shared by every entry point (Python, CLI, HTTP, MCP)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import Literal, TypeGuard
 
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidInputError
+
+# What a caller passes to set a cell's time, as the Python API and the HTTP protocol name it.
+# The advice a stopped cell gets names these; an edge that calls them otherwise (the CLI's
+# --timeout) rewords that advice with name_parameters(), so the reader is told its own words.
+PARAMETERS: Mapping[str, str] = {"timeout": "timeout_s", "estimate": "estimated_seconds"}
+AdviceKind = Literal["hard", "total", "inactivity"]
+_ADVICE: dict[AdviceKind, str] = {
+    "hard": "That was its {timeout}: pass a larger one if it needs longer; progress() shows "
+    "how far it got.",
+    "total": "If it needs longer, pass {timeout}, or a realistic {estimate} (the limit becomes "
+    "about twice the estimate); progress() shows how far it got.",
+    "inactivity": "Split such work into smaller steps; the window grows with {estimate}, up to "
+    "SCRATCHPAD_MAX_INACTIVITY_S, whatever {timeout} says.",
+}
+
+
+def advice(kind: AdviceKind, names: Mapping[str, str] = PARAMETERS) -> str:
+    """What a cell stopped for ``kind`` should do next time, naming the caller's ``names``."""
+    return _ADVICE[kind].format_map(names)
+
+
+def name_parameters(text: str, names: Mapping[str, str]) -> str:
+    """``text`` (a stopped cell's error) with this module's advice naming ``names`` (keys
+    ``timeout`` and ``estimate``) instead of :data:`PARAMETERS`; the rest of the text (the
+    cell's own traceback) is left exactly as it was."""
+    for kind in _ADVICE:
+        text = text.replace(advice(kind), advice(kind, names))
+    return text
 
 
 @dataclass(frozen=True, slots=True)

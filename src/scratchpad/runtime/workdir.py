@@ -30,6 +30,12 @@ def workspaces_dir(home: Path) -> Path:
     return home / WORKSPACES_DIR
 
 
+def where_pads_work(home: Path, workspace: Path | str | None) -> Path:
+    """Where the pads of a server work, as a person reads it: its bound workspace, or
+    ``<home>/workspaces/<pad>`` (each pad in a directory of its own)."""
+    return Path(workspace) if workspace is not None else workspaces_dir(home) / "<pad>"
+
+
 def pad_workdir(home: Path, name: str) -> Path:
     """The working directory of pad ``name`` (never outside ``workspaces/``)."""
     return dir_in(workspaces_dir(home), name)

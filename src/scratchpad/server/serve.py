@@ -63,7 +63,7 @@ def banner(
 ) -> str:
     url = origin_of(host, port)
     where = "SCRATCHPAD_API_KEY" if settings.api_key else str(key_path(settings))
-    pads = workspace if workspace is not None else workdir.workspaces_dir(settings.home) / "<pad>"
+    pads = workdir.where_pads_work(settings.home, workspace)
     lines = [
         f"Scratchpad serving on {url}",
         f"  home:    {settings.home} (pads work in {pads})",
@@ -139,7 +139,8 @@ async def _serve_locked(
     await asyncio.to_thread(clear_stale_probes, settings.home)  # with credentials they held
     manager = ScratchpadManager(workspace, settings=settings)
     pid = os.getpid()
-    write_record(settings, ServerRecord(pid=pid, host=host, port=port))
+    bound = None if workspace is None else str(workspace)
+    write_record(settings, ServerRecord(pid=pid, host=host, port=port, workspace=bound))
     try:
         with ObservationStore(settings=settings) as store:
             app = create_app(

@@ -1,7 +1,8 @@
 """Which server serves a home directory.
 
 The running ``scratchpad serve`` holds an exclusive lock on ``<home>/server.serving.lock`` for
-its whole life, and writes ``<home>/server.json`` (pid, host, port) once it listens. "Someone
+its whole life, and writes ``<home>/server.json`` (pid, host, port, bound workspace) once it
+listens. "Someone
 holds the lock" is the only reliable sign that it runs (pids are reused); the record says where.
 """
 
@@ -29,6 +30,7 @@ class ServerRecord:
     pid: int
     host: str
     port: int
+    workspace: str | None = None  # the bound workspace, if the server has one
 
     @property
     def url(self) -> str:
@@ -89,7 +91,13 @@ def read_record(settings: Settings) -> ServerRecord | None:
     """The recorded server, or None when there is none or the file is not ours to read."""
     try:
         data = json.loads(state_path(settings).read_text(encoding="utf-8"))
-        return ServerRecord(pid=int(data["pid"]), host=str(data["host"]), port=int(data["port"]))
+        workspace = data.get("workspace")
+        return ServerRecord(
+            pid=int(data["pid"]),
+            host=str(data["host"]),
+            port=int(data["port"]),
+            workspace=str(workspace) if workspace else None,
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -6,6 +6,7 @@ install, cancel. Observers fire around every cell here, in the tool, never in th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from scratchpad.errors import InvalidInputError, PadNotFoundError
@@ -14,10 +15,13 @@ from scratchpad.runtime.base import check_cell_id
 from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent, StreamItem
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.padinfo import PadInfo
-from scratchpad.runtime.timeouts import check_estimate, check_timeout
+from scratchpad.runtime.timeouts import check_estimate, check_timeout, name_parameters
 from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome
 from scratchpad.tools.cell_result import cell_outcome
 from scratchpad.tools.context import ToolSessionContext
+
+# How this tool names a cell's time limits (a stopped cell's advice names them).
+PARAMETERS = {"timeout": "timeout_s", "estimate": "estimated_execution_time_seconds"}
 
 NAME = "scratchpad"
 TITLE = "Python scratchpad"
@@ -193,6 +197,8 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
     context.notify("after_cell", name, cell)
     event = "scratchpad_killed" if cell.status == "killed" else "scratchpad_result"
     context.emit(event, pad=name, status=cell.status, cell_id=cell.id)
+    if cell.error:  # the stopped cell's advice in this tool's own words
+        cell = replace(cell, error=name_parameters(cell.error, PARAMETERS))
     return cell_outcome(cell, name, context)
 
 

@@ -440,7 +440,28 @@ def format_exception(exc: BaseException) -> str:
         [frame for frame in summary.stack if frame.filename not in own]
     )
     text = "".join(summary.format())
-    return text + sandbox.refusal_note(exc)
+    return text + ipython_note(exc) + sandbox.refusal_note(exc)
+
+
+def ipython_note(exc: BaseException) -> str:
+    """A one-line hint when a cell fails to parse on an IPython line (``!cmd``, ``%magic``,
+    ``%%magic``), which a pad does not run: it runs plain Python. "" for any other error."""
+    if not isinstance(exc, SyntaxError) or not exc.text:
+        return ""
+    line = exc.text.strip()
+    if not line.startswith(("!", "%")) or line.startswith("!="):
+        return ""
+    words = line.lstrip("!%").split()
+    command = words[0] if words else ""
+    shown = line[: len(line) - len(line.lstrip("!%"))] + command
+    if command in ("pip", "uv", "conda", "mamba"):
+        instead = "install packages with the install action (or subprocess.run([...]))"
+    elif line.startswith("!"):
+        argv = f"[{command!r}, ...]" if command else "[...]"
+        instead = f"use subprocess.run({argv}, capture_output=True, text=True)"
+    else:
+        instead = "write it in plain Python (subprocess.run([...]) runs a command)"
+    return f"Note: `{shown}` is IPython syntax, which a pad does not run: {instead}.\n"
 
 
 def which_installed(names: object) -> list[str]:
