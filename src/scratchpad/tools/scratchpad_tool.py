@@ -6,12 +6,14 @@ install, cancel. Observers fire around every cell here, in the tool, never in th
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
-from scratchpad.errors import InvalidInputError, PadNotFoundError
+from scratchpad.errors import InvalidInputError, PadNotFoundError, ScratchpadError
 from scratchpad.padnames import MAX_NAME_CHARS, validate_pad_name
-from scratchpad.runtime.base import check_cell_id
-from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent, StreamItem
+from scratchpad.runtime.base import ScratchpadRuntime, check_cell_id
+from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent, StreamItem, new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.runtime.timeouts import check_estimate, check_timeout
@@ -19,6 +21,7 @@ from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome
 from scratchpad.tools.cell_result import cell_outcome
 from scratchpad.tools.context import ToolSessionContext
 
+log = logging.getLogger(__name__)
 NAME = "scratchpad"
 TITLE = "Python scratchpad"
 ACTIONS = ["exec", "view", "dump", "list", "reset", "remove", "install", "cancel"]
@@ -162,7 +165,7 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
     timeout_s = tool_input.get("timeout_s")
     if timeout_s is not None:  # its upper limit is the runtime's (a remote one: its server's)
         timeout_s = check_timeout(timeout_s)
-    cell_id = check_cell_id(tool_input.get("cell_id"))
+    cell_id = check_cell_id(tool_input.get("cell_id")) or new_cell_id()  # to interrupt it
     question = _second_pad_question(context, name, bool(tool_input.get("confirm_new_scratchpad")))
     if question:
         return ToolOutcome(question, ok=False, reason="confirm_new_scratchpad")
@@ -185,6 +188,8 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
             on_event=lambda item: _forward(context, item),
         )
     except BaseException as exc:  # observers and subscribers always see the cell end
+        if isinstance(exc, asyncio.CancelledError):  # the caller gave up: so does the cell
+            _interrupt(pad, cell_id)
         failed = Cell(code=code, description=description, status="error", error=str(exc))
         context.notify("after_cell", name, failed)
         context.emit("scratchpad_result", pad=name, status="error", cell_id=failed.id)
@@ -223,6 +228,25 @@ async def _cancel(manager: ScratchpadManager, name: str, cell_id: object) -> Too
         ok=False,
         reason="nothing_to_cancel",
     )
+
+
+_interrupts: set[asyncio.Task[None]] = set()
+
+
+def _interrupt(pad: ScratchpadRuntime, cell_id: str) -> None:
+    """Cancel a cell whose caller went away (an MCP client's cancel or timeout, a stopped
+    agent loop), as a dropped remote-protocol stream does: interrupted, variables kept. From
+    a task of its own: the caller's task is being cancelled."""
+
+    async def cancel() -> None:
+        try:
+            await pad.cancel(cell_id)
+        except ScratchpadError as exc:  # e.g. the pad server went away meanwhile
+            log.warning("could not interrupt cell %s of pad %r: %s", cell_id, pad.name, exc)
+
+    task = asyncio.get_running_loop().create_task(cancel())
+    _interrupts.add(task)
+    task.add_done_callback(_interrupts.discard)
 
 
 def _second_pad_question(context: ToolSessionContext, name: str, confirmed: bool) -> str:
