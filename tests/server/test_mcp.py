@@ -105,6 +105,15 @@ async def test_long_cells_send_progress_notifications(settings: Settings, worksp
     assert seen == [(1, "loading"), (2, "crunching")]
 
 
+async def test_the_model_reads_what_a_cell_displayed(settings: Settings, workspace: Path) -> None:
+    code = "display('x')\nclass Notes:\n    def _repr_markdown_(self):\n        return '# notes'\n"
+    async with connected(settings, workspace) as client:
+        shown = await client.call_tool("scratchpad", run("p", code + "display(Notes())"))
+        picture = await client.call_tool("scratchpad", run("p", SHOW_IMAGE))
+    assert texts(shown) == "[display]\n'x'\n# notes"
+    assert texts(picture) == "[display]\n[image (image/png), attached]\n\n[result]\n'shown'"
+
+
 async def test_bad_input_and_unknown_tools_are_error_results_that_say_what_to_do(
     settings: Settings, workspace: Path
 ) -> None:

@@ -218,3 +218,31 @@ async def test_read_image_from_a_file(setup: Any, tmp_path: Path) -> None:
     text_file.write_text("hello")
     refused = await registry.dispatch("read_image", {"path": str(text_file)}, context)
     assert not refused.ok and "not a PNG or JPEG" in refused.text
+
+
+DISPLAYS = (
+    "class Frame:\n"
+    "    def _repr_html_(self):\n"
+    "        return '<table><tr><td>1</td></tr></table>'\n"
+    "    def __repr__(self):\n"
+    "        return '   a\\n0  1'\n"
+    "class Notes:\n"
+    "    def _repr_markdown_(self):\n"
+    "        return '**bold** notes'\n"
+    "class Picture:\n"
+    "    def _repr_png_(self):\n"
+    f"        return {PNG!r}\n"
+    "display('x')\n"
+    "display(Frame(), Notes(), Picture())\n"
+    "display('y' * (5 << 20))"  # over half the display cap: dropped, a note says so
+)
+
+
+async def test_what_a_cell_displayed_is_in_the_tool_text(setup: Any) -> None:
+    registry, context, _ = setup
+    outcome = await run(registry, context, action="exec", name="main", code=DISPLAYS)
+    text = outcome.blocks()[0].text
+    shown = "[display]\n'x'\n   a\n0  1\n**bold** notes\n[image (image/png), attached]\n"
+    assert text.startswith(shown)
+    assert "[a display of 5242882 bytes (text/plain) was dropped: over the cap]" in text
+    assert [type(block) for block in outcome.blocks()] == [TextBlock, ImageBlock]
