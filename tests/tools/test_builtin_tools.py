@@ -103,7 +103,7 @@ async def test_empty_code_asks_for_the_call_again(setup: Any) -> None:
     [
         ({"timeout_s": math.nan}, "timeout_s must be a number of seconds > 0, not nan"),
         ({"timeout_s": math.inf}, "timeout_s must be a number of seconds > 0, not inf"),
-        ({"timeout_s": 0}, "timeout_s must be a number of seconds > 0, not 0"),
+        ({"timeout_s": -1}, "timeout_s must be a number of seconds > 0, not -1"),
         (
             {"estimated_execution_time_seconds": math.nan},
             "estimated_execution_time_seconds must be a number of seconds >= 0 (0: no "
@@ -202,7 +202,7 @@ async def test_other_actions(setup: Any, wheel: Path) -> None:
     assert "reset" in reset.text and ("scratchpad_reset", {"pad": "main"}) in recorder.events
     removed = await run(registry, context, action="remove", name="main")
     assert "removed" in removed.text
-    bad = await run(registry, context, action="exec", name="", code="1")
+    bad = await run(registry, context, action="exec", name="bad\nname", code="1")
     assert not bad.ok and "invalid pad name" in bad.text
 
 

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 NAME = "scratchpad"
 TITLE = "Python scratchpad"
 ACTIONS = ["exec", "view", "dump", "list", "reset", "remove", "install", "cancel"]
+NAMED_ACTIONS = [action for action in ACTIONS if action != "list"]
 # The tool as a whole: exec runs any code (the network included), reset and remove lose state.
 HINTS = ToolHints(read_only=False, destructive=True, idempotent=False, open_world=True)
 EMPTY_CODE = (
@@ -90,6 +91,9 @@ INPUT_SCHEMA: dict[str, Any] = {
         },
     },
     "required": ["action"],
+    # every action but list needs a pad (an if/then: clients refuse oneOf at the top level)
+    "if": {"properties": {"action": {"enum": NAMED_ACTIONS}}, "required": ["action"]},
+    "then": {"required": ["name"]},
 }
 
 
@@ -127,12 +131,16 @@ def scratchpad_tool(manager: ScratchpadManager) -> ToolDef:
 
 
 async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, Any]) -> Any:
+    tool_input = given(tool_input)
     action = tool_input.get("action", "exec")
     manager = context.manager
     if action == "list":
         return pad_list(await manager.list_pads())
     if "name" not in tool_input:
-        raise InvalidInputError("missing required field 'name' (every action but list needs it)")
+        raise InvalidInputError(
+            f"missing required field 'name': action {action!r} needs a pad name, e.g. "
+            '"main" (every action but list needs one)'
+        )
     name = validate_pad_name(tool_input["name"])
     if action == "exec":
         return await _exec(context, name, tool_input)
@@ -153,6 +161,19 @@ async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, A
     packages = tool_input.get("packages") or []
     output = await pad.install_packages(packages)
     return f"Installed into {name!r}:\n{output or 'nothing to do'}"
+
+
+def given(tool_input: dict[str, Any]) -> dict[str, Any]:
+    """The fields a call really gave. Strict-schema clients must send every field and send
+    ``""``, ``0`` or ``[]`` for "none" (e.g. a name for list, a timeout of 0): those count as
+    absent. ``false`` stays (it is a real answer)."""
+    return {key: value for key, value in tool_input.items() if not _none(value)}
+
+
+def _none(value: object) -> bool:
+    if value is None or isinstance(value, bool):
+        return value is None
+    return value in ("", 0, [])
 
 
 async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, Any]) -> Any:
