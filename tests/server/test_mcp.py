@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -103,6 +105,30 @@ async def test_long_cells_send_progress_notifications(settings: Settings, worksp
         result = await client.call_tool("scratchpad", run("p", code), progress_callback=on_progress)
     assert not result.is_error, texts(result)
     assert seen == [(1, "loading"), (2, "crunching")]
+
+
+async def test_a_quiet_long_cell_sends_progress_at_least_every_10_s(
+    settings: Settings, workspace: Path
+) -> None:
+    """TypeScript clients reset their request timeout on progress: a quiet cell must not
+    look like a dead server."""
+    times: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        times.append(time.monotonic())
+
+    async with connected(settings, workspace) as client:
+        listed = await client.list_tools()
+        assert not (await client.call_tool("scratchpad", run("p", "1"))).is_error
+        began = time.monotonic()
+        quiet = run("p", "import time\ntime.sleep(12)\n'done'")
+        result = await client.call_tool("scratchpad", quiet, progress_callback=on_progress)
+        ended = time.monotonic()
+    assert not result.is_error and "'done'" in texts(result)
+    marks = [began, *times, ended]
+    assert len(times) >= 2 and max(b - a for a, b in itertools.pairwise(marks)) < 10, marks
+    description = next(t.description for t in listed.tools if t.name == "scratchpad") or ""
+    assert "clients need a timeout longer than their longest cell" in description
 
 
 async def test_the_model_reads_what_a_cell_displayed(settings: Settings, workspace: Path) -> None:

@@ -107,7 +107,9 @@ def describe(notable_packages: list[str], credentials: str = "") -> str:
         "pad and whether it is busy; reset clears the variables (packages stay); remove "
         "deletes the pad; install adds `packages`; cancel stops a running cell. "
         "Inside a cell: progress(msg) for long work, display(obj) for rich output, "
-        "sample(value) for a quick look at data. Large output is saved as an observation "
+        "sample(value) for a quick look at data. A call lasts as long as its cell: clients "
+        "need a timeout longer than their longest cell (given a progress token, progress "
+        "comes at least every 10 s). Large output is saved as an observation "
         f"you can read with read_observation. Notable installed packages: {packages}."
         f"{credentials}"
     )
