@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
+import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -22,8 +24,10 @@ from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 
 from scratchpad.errors import (
     ConfigError,
+    InstallError,
     PadClosedError,
     PadError,
+    PadNotFoundError,
     ScratchpadError,
     error_from_http,
 )
@@ -45,6 +49,7 @@ from scratchpad.runtime.cell import (
     StreamItem,
     new_cell_id,
 )
+from scratchpad.runtime.padinfo import PadInfo
 
 CONNECT_TIMEOUT_S = 30.0
 DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
@@ -55,6 +60,8 @@ DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
 # it happen anyway, the cell is sent again with its id (see _stream).
 POOL_KEEPALIVE_S = 1.0
 CANCEL_TIMEOUT_S = 10.0
+# How the protocol reports a failed install: "Install failed (exit N): ..." or "(timed out)".
+INSTALL_FAILED = re.compile(r"Install failed \((?:exit (-?\d+)|[^)]*)\): ?(.*)", re.DOTALL)
 
 log = logging.getLogger(__name__)
 
@@ -150,8 +157,19 @@ class RemoteRuntime(ScratchpadRuntime):
         return self.cells
 
     async def install_packages(self, packages: list[str]) -> str:
+        """The installer's output; InstallError when the server says the install failed
+        (the protocol answers a failure as its result text, ``Install failed (…): …``)."""
         answer = await self._post("/scratchpad/install", {"name": self.name, "packages": packages})
-        return str(answer.get("result", ""))
+        result = str(answer.get("result", ""))
+        failed = INSTALL_FAILED.match(result)
+        if failed is not None:
+            code = failed.group(1)
+            raise InstallError(
+                f"installing into pad {self.name!r} failed: {result}",
+                exit_code=int(code) if code is not None else None,
+                output=failed.group(2),
+            )
+        return result
 
     async def execute_streaming(
         self,
@@ -279,6 +297,43 @@ class RemoteRuntime(ScratchpadRuntime):
 
     async def _get(self, path: str) -> dict[str, Any]:
         return await _request(self._client, "GET", path)
+
+
+class RemoteServer:
+    """What a Scratchpad server says of its pads as a whole (its ``/v1`` API), for a
+    manager whose pads live there: every pad and its status, whether one exists."""
+
+    def __init__(self, url: str, api_key: str) -> None:
+        self.url = url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"}
+
+    async def pads(self) -> list[PadInfo]:
+        answer = await self._get("/v1/pads")
+        return [pad_info(pad) for pad in answer.get("pads", []) if isinstance(pad, dict)]
+
+    async def pad_info(self, name: str) -> PadInfo:
+        """Pad ``name`` as the server lists it; PadNotFoundError when it has none."""
+        return pad_info(await self._get(f"/v1/pads/{url_component(name)}/info"))
+
+    async def has(self, name: str) -> bool:
+        try:
+            await self.pad_info(name)
+        except PadNotFoundError:
+            return False
+        return True
+
+    async def _get(self, path: str) -> dict[str, Any]:
+        timeout = httpx.Timeout(CONNECT_TIMEOUT_S)
+        async with httpx.AsyncClient(
+            base_url=self.url, headers=self._headers, timeout=timeout
+        ) as client:
+            return await _request(client, "GET", path)
+
+
+def pad_info(answer: dict[str, Any]) -> PadInfo:
+    """A pad's line of the server's list (fields this client does not know are left out)."""
+    known = {field.name for field in dataclasses.fields(PadInfo)}
+    return PadInfo(**{key: value for key, value in answer.items() if key in known})
 
 
 def credentials_description(url: str, api_key: str, timeout: float = 5.0) -> str:

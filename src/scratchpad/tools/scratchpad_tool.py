@@ -152,10 +152,9 @@ async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, A
         await manager.remove(name)
         return f"Pad {name!r} removed (its environment and packages are gone)."
     pad = await manager.get_or_create(name)
-    if action == "view":
-        return pad.view()
-    if action == "dump":
-        return pad.dump()
+    if action in ("view", "dump"):
+        await pad.load_cells()  # where the pad keeps them (a pad server's: every client's)
+        return pad.view() if action == "view" else pad.dump()
     if action == "reset":
         await pad.reset()
         context.emit("scratchpad_reset", pad=name)
@@ -237,7 +236,7 @@ def pad_list(pads: list[PadInfo]) -> str:
 async def _cancel(manager: ScratchpadManager, name: str, cell_id: object) -> ToolOutcome:
     """Cancel a cell by id, or the pad's running one; never starts a pad."""
     checked = check_cell_id(cell_id)
-    if checked is None and not manager.exists(name):
+    if checked is None and not await manager.has_pad(name):
         raise PadNotFoundError(f"no pad named {name!r}; there is nothing to cancel")
     if await manager.cancel(name, checked):
         what = f"cell {checked!r}" if checked else "the running cell"
