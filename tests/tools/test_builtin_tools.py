@@ -154,6 +154,10 @@ async def test_large_output_is_offloaded_and_readable(setup: Any) -> None:
         context,
     )
     assert found.ok and "20002:ERROR at the end" in found.text
+    none = {"n": 0, "start": 0, "end": 0, "pattern": "", "context": 0, "max_matches": 0}
+    strict = {"observation_id": entry.id, "mode": "lines", **none}  # a strict client's "none"
+    lines = await registry.dispatch("read_observation", strict, context)
+    assert lines.ok and "line 0" in lines.text, lines.text
 
 
 async def test_read_observation_is_hidden_without_observations(setup: Any) -> None:

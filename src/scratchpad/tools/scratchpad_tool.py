@@ -17,7 +17,7 @@ from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent, StreamItem
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.runtime.timeouts import check_estimate, check_timeout
-from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome
+from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome, given
 from scratchpad.tools.cell_result import cell_outcome
 from scratchpad.tools.context import ToolSessionContext
 
@@ -162,19 +162,6 @@ async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, A
     packages = tool_input.get("packages") or []
     output = await pad.install_packages(packages)
     return f"Installed into {name!r}:\n{output or 'nothing to do'}"
-
-
-def given(tool_input: dict[str, Any]) -> dict[str, Any]:
-    """The fields a call really gave. Strict-schema clients must send every field and send
-    ``""``, ``0`` or ``[]`` for "none" (e.g. a name for list, a timeout of 0): those count as
-    absent. ``false`` stays (it is a real answer)."""
-    return {key: value for key, value in tool_input.items() if not _none(value)}
-
-
-def _none(value: object) -> bool:
-    if value is None or isinstance(value, bool):
-        return value is None
-    return value in ("", 0, [])
 
 
 async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, Any]) -> Any:
