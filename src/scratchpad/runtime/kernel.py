@@ -428,6 +428,7 @@ class KernelProcess:
                 return
             if not data:
                 return  # the end of the channel: _on_readable sees it too
+            self.last_alive = self._loop.time()
             self._reader.feed(data)
 
     def _drain_outputs(self) -> None:
