@@ -1,5 +1,6 @@
 """``scratchpad mcp`` (stdio) is a client of the pad server: a new stdio process answers every
-action from the server's state, for pads other clients made and cells they ran."""
+action from the server's state, for pads other clients made and cells they ran; a call its
+client gives up on interrupts its cell there."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import time
 from pathlib import Path
 
+import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -20,10 +22,10 @@ KEY = "mcp-stdio-key"
 LONG = "import time\nfor _ in range(600):\n    time.sleep(0.1)"
 
 
-async def wait_until_busy(pad: RemoteRuntime) -> None:
+async def wait_status(server: RemoteRuntime, name: str, status: str = "busy") -> None:
     deadline = time.monotonic() + 30
-    while not any(p["name"] == pad.name and p["status"] == "busy" for p in await pad.server_pads()):
-        assert time.monotonic() < deadline, f"pad {pad.name!r} never became busy"
+    while not any(p["name"] == name and p["status"] == status for p in await server.server_pads()):
+        assert time.monotonic() < deadline, f"pad {name!r} never became {status}"
         await asyncio.sleep(0.1)
 
 
@@ -35,7 +37,7 @@ async def test_a_new_stdio_process_answers_from_the_servers_state(tmp_path: Path
         for code in ("x = 1", "y = 2", "x + y"):
             assert (await other.execute(code)).ok
         running = asyncio.create_task(busy.execute(LONG))
-        await wait_until_busy(busy)
+        await wait_status(busy, "b")
 
         env = {**os.environ, "SCRATCHPAD_HOME": str(home), "SCRATCHPAD_API_KEY": KEY}
         command = cli_command("mcp")
@@ -55,6 +57,18 @@ async def test_a_new_stdio_process_answers_from_the_servers_state(tmp_path: Path
             checked = await call(**run("a", "'ran' in globals()"))
             removed = await call(action="remove", name="a")
             after = await call(action="list")
+
+            async with anyio.create_task_group() as calls:  # a call the client gives up on
+                giving_up = anyio.CancelScope()
+
+                async def long_call() -> None:
+                    with giving_up:
+                        await client.call_tool("scratchpad", run("c", LONG))
+
+                calls.start_soon(long_call)
+                await wait_status(busy, "c")
+                giving_up.cancel()
+            await wait_status(busy, "c", "idle")  # interrupted, not left to run 60 s
         ended = await asyncio.wait_for(running, 30)
         await other.detach()
         await busy.detach()
