@@ -151,6 +151,42 @@ async def test_progress_is_streamed_and_logged(pad: ScratchpadRuntime) -> None:
     assert isinstance(cell, Cell) and "loading" in cell.logs
 
 
+INTERLEAVED = (
+    "import os, sys\n"
+    "for i in range(20):\n"
+    "    print(f'line {i}')\n"
+    "    progress(f'step {i}')\n"
+    "    print(f'err {i}', file=sys.stderr)\n"
+    "    display(f'shown {i}')\n"
+    "os.system('echo from a shell')\n"  # output the kernel's counts miss
+    "print('after the shell')\n"
+    "progress('last')\n"
+    "print('end')"
+)
+
+
+async def test_output_progress_and_displays_come_in_the_order_the_cell_made_them(
+    pad: ScratchpadRuntime,
+) -> None:
+    said: list[str] = []
+    async for item in pad.execute_streaming(INTERLEAVED):
+        if isinstance(item, OutputEvent):
+            said += [f"{item.stream}: {line}" for line in item.text.splitlines()]
+        elif isinstance(item, ProgressEvent):
+            said.append(f"progress: {item.message}")
+        elif isinstance(item, DisplayEvent):
+            said.append(f"display: {item.data['text/plain']}")
+    made = [
+        line
+        for i in range(20)
+        for line in (f"stdout: line {i}", f"progress: step {i}", f"stderr: err {i}",
+                     f"display: 'shown {i}'")
+    ]  # fmt: skip
+    assert said[: len(made)] == made
+    assert said[len(made) :][-2:] == ["progress: last", "stdout: end"]  # lines stay whole
+    assert set(said[len(made) :][:-2]) == {"stdout: from a shell", "stdout: after the shell"}
+
+
 async def test_display_sends_rich_bundles(pad: ScratchpadRuntime) -> None:
     code = (
         "class Card:\n"

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -98,11 +100,45 @@ async def test_long_cells_send_progress_notifications(settings: Settings, worksp
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, message))
 
-    code = "progress('loading')\nprogress('crunching')\n'done'"
+    code = "for i in range(20):\n    print(f'line {i}')\n    progress(f'step {i}')\n'done'"
     async with connected(settings, workspace) as client:
         result = await client.call_tool("scratchpad", run("p", code), progress_callback=on_progress)
     assert not result.is_error, texts(result)
-    assert seen == [(1, "loading"), (2, "crunching")]
+    made = [message for i in range(20) for message in (f"line {i}", f"step {i}")]
+    assert seen == list(enumerate(made, start=1))  # stdout and progress() in their order
+
+
+async def test_a_quiet_long_cell_sends_progress_at_least_every_10_s(
+    settings: Settings, workspace: Path
+) -> None:
+    """TypeScript clients reset their request timeout on progress: a quiet cell must not
+    look like a dead server."""
+    times: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        times.append(time.monotonic())
+
+    async with connected(settings, workspace) as client:
+        listed = await client.list_tools()
+        assert not (await client.call_tool("scratchpad", run("p", "1"))).is_error
+        began = time.monotonic()
+        quiet = run("p", "import time\ntime.sleep(12)\n'done'")
+        result = await client.call_tool("scratchpad", quiet, progress_callback=on_progress)
+        ended = time.monotonic()
+    assert not result.is_error and "'done'" in texts(result)
+    marks = [began, *times, ended]
+    assert len(times) >= 2 and max(b - a for a, b in itertools.pairwise(marks)) < 10, marks
+    description = next(t.description for t in listed.tools if t.name == "scratchpad") or ""
+    assert "clients need a timeout longer than their longest cell" in description
+
+
+async def test_the_model_reads_what_a_cell_displayed(settings: Settings, workspace: Path) -> None:
+    code = "display('x')\nclass Notes:\n    def _repr_markdown_(self):\n        return '# notes'\n"
+    async with connected(settings, workspace) as client:
+        shown = await client.call_tool("scratchpad", run("p", code + "display(Notes())"))
+        picture = await client.call_tool("scratchpad", run("p", SHOW_IMAGE))
+    assert texts(shown) == "[display]\n'x'\n# notes"
+    assert texts(picture) == "[display]\n[image (image/png), attached]\n\n[result]\n'shown'"
 
 
 async def test_bad_input_and_unknown_tools_are_error_results_that_say_what_to_do(
@@ -125,7 +161,6 @@ async def test_a_meaningless_number_of_seconds_is_refused_before_a_pad_starts(
     estimate = "estimated_execution_time_seconds must be a number of seconds >= 0"
     async with connected(settings, workspace) as client:
         cases: list[tuple[dict[str, float], str]] = [
-            ({"timeout_s": 0}, "timeout_s must be a number of seconds > 0, not 0"),
             ({"timeout_s": -2.5}, "timeout_s must be a number of seconds > 0, not -2.5"),
             ({"estimated_execution_time_seconds": -1}, f"{estimate} (0: no estimate), not -1"),
         ]  # (JSON has no NaN or infinity: the tool's own test has those)

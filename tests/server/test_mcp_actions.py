@@ -7,6 +7,7 @@ import asyncio
 import time
 from pathlib import Path
 
+import jsonschema
 from mcp import Client
 
 from scratchpad.config import Settings
@@ -87,3 +88,49 @@ async def test_cancel_stops_a_cell_another_call_started(
         assert "Cell cancelled (interrupted" in texts(await asyncio.wait_for(named, 20))
         after = await client.call_tool("scratchpad", run("p", "x + 1"))
     assert "[result]\n42" in texts(after)  # the variables outlived both cancels
+
+
+STRICT_NONE = {
+    "name": "",
+    "code": "",
+    "packages": [],
+    "one_line_description": "",
+    "estimated_execution_time_seconds": 0,
+    "timeout_s": 0,
+    "cell_id": "",
+    "confirm_new_scratchpad": False,
+}  # what a strict-schema client sends for the fields it has no value for
+
+
+async def test_a_strict_clients_empty_fields_count_as_absent(
+    settings: Settings, workspace: Path
+) -> None:
+    async with connected(settings, workspace) as client:
+        ran = await client.call_tool(
+            "scratchpad", {**STRICT_NONE, "action": "exec", "name": "p", "code": "x = 2\nx * 21"}
+        )
+        listed = await client.call_tool("scratchpad", {**STRICT_NONE, "action": "list"})
+        view = {**STRICT_NONE, "action": "view", "name": "p"}
+        viewed = await client.call_tool("scratchpad", view)
+        nameless = await client.call_tool("scratchpad", {**STRICT_NONE, "action": "exec"})
+    assert not ran.is_error and "[result]\n42" in texts(ran), texts(ran)
+    assert not listed.is_error and "- 'p': idle, 1 cell(s)" in texts(listed)
+    assert not viewed.is_error and "x * 21" in texts(viewed)
+    assert nameless.is_error
+    assert "missing required field 'name': action 'exec' needs a pad name" in texts(nameless)
+
+
+async def test_the_schema_says_every_action_but_list_needs_a_name(
+    settings: Settings, workspace: Path
+) -> None:
+    async with connected(settings, workspace) as client:
+        listed = await client.list_tools()
+        nameless = await client.call_tool("scratchpad", {"action": "exec"})
+    schema = next(tool.input_schema for tool in listed.tools if tool.name == "scratchpad")
+    assert not {"oneOf", "anyOf", "allOf"} & set(schema)  # Anthropic's API refuses them here
+    validator = jsonschema.Draft202012Validator(schema)
+    assert validator.is_valid({"action": "list"})
+    for action in ("exec", "view", "dump", "reset", "remove", "install", "cancel"):
+        assert not validator.is_valid({"action": action}), action
+        assert validator.is_valid({"action": action, "name": "p"}), action
+    assert nameless.is_error and "missing required field 'name'" in texts(nameless)

@@ -103,7 +103,7 @@ async def test_empty_code_asks_for_the_call_again(setup: Any) -> None:
     [
         ({"timeout_s": math.nan}, "timeout_s must be a number of seconds > 0, not nan"),
         ({"timeout_s": math.inf}, "timeout_s must be a number of seconds > 0, not inf"),
-        ({"timeout_s": 0}, "timeout_s must be a number of seconds > 0, not 0"),
+        ({"timeout_s": -1}, "timeout_s must be a number of seconds > 0, not -1"),
         (
             {"estimated_execution_time_seconds": math.nan},
             "estimated_execution_time_seconds must be a number of seconds >= 0 (0: no "
@@ -154,6 +154,10 @@ async def test_large_output_is_offloaded_and_readable(setup: Any) -> None:
         context,
     )
     assert found.ok and "20002:ERROR at the end" in found.text
+    none = {"n": 0, "start": 0, "end": 0, "pattern": "", "context": 0, "max_matches": 0}
+    strict = {"observation_id": entry.id, "mode": "lines", **none}  # a strict client's "none"
+    lines = await registry.dispatch("read_observation", strict, context)
+    assert lines.ok and "line 0" in lines.text, lines.text
 
 
 async def test_read_observation_is_hidden_without_observations(setup: Any) -> None:
@@ -202,7 +206,7 @@ async def test_other_actions(setup: Any, wheel: Path) -> None:
     assert "reset" in reset.text and ("scratchpad_reset", {"pad": "main"}) in recorder.events
     removed = await run(registry, context, action="remove", name="main")
     assert "removed" in removed.text
-    bad = await run(registry, context, action="exec", name="", code="1")
+    bad = await run(registry, context, action="exec", name="bad\nname", code="1")
     assert not bad.ok and "invalid pad name" in bad.text
 
 
@@ -242,3 +246,31 @@ async def test_a_stopped_cells_advice_names_the_tools_own_fields(
         assert "a realistic estimated_seconds" in kept  # the stored cell is not reworded
     finally:
         await manager.close_all()
+
+
+DISPLAYS = (
+    "class Frame:\n"
+    "    def _repr_html_(self):\n"
+    "        return '<table><tr><td>1</td></tr></table>'\n"
+    "    def __repr__(self):\n"
+    "        return '   a\\n0  1'\n"
+    "class Notes:\n"
+    "    def _repr_markdown_(self):\n"
+    "        return '**bold** notes'\n"
+    "class Picture:\n"
+    "    def _repr_png_(self):\n"
+    f"        return {PNG!r}\n"
+    "display('x')\n"
+    "display(Frame(), Notes(), Picture())\n"
+    "display('y' * (5 << 20))"  # over half the display cap: dropped, a note says so
+)
+
+
+async def test_what_a_cell_displayed_is_in_the_tool_text(setup: Any) -> None:
+    registry, context, _ = setup
+    outcome = await run(registry, context, action="exec", name="main", code=DISPLAYS)
+    text = outcome.blocks()[0].text
+    shown = "[display]\n'x'\n   a\n0  1\n**bold** notes\n[image (image/png), attached]\n"
+    assert text.startswith(shown)
+    assert "[a display of 5242882 bytes (text/plain) was dropped: over the cap]" in text
+    assert [type(block) for block in outcome.blocks()] == [TextBlock, ImageBlock]

@@ -42,6 +42,7 @@ WORKER_PATH = Path(__file__).parent / "inkernel" / "worker.py"
 READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20  # bigger pipes: a cell can write 1 MiB without waiting for the parent
 MAX_QUEUED_BYTES = 8 << 20  # output queued but not consumed before reading pauses
+CATCH_UP_ROUNDS = 4  # reads of the control pipe per frame while output keeps coming
 # Frames whose place among the output matters: output written before them is in the pipes.
 ORDERED_AFTER_OUTPUT = frozenset({"done", "progress", "log", "display", "result"})
 CELL_FRAMES = frozenset({"started", *ORDERED_AFTER_OUTPUT})  # carry the id of their cell
@@ -83,6 +84,11 @@ class KernelProcess:
         self._ctrl_open = True
         self._watched: set[int] = set()
         self._queued_bytes = 0
+        # Bytes read from each output pipe, and how many more than the kernel's own count
+        # (output its Python streams did not write: a subprocess's, C code's), as of the
+        # last cell's end; see _place.
+        self._read = {"stdout": 0, "stderr": 0}
+        self._uncounted = {"stdout": 0, "stderr": 0}
         self._paused = False
         self._decoding = False  # a large frame decodes on a thread: reading waits
         self.ends_queued = 0  # the cell's end (done, synced) is queued, not yet taken
@@ -232,6 +238,7 @@ class KernelProcess:
             self._watch()
             return
         if kind != "ctrl":
+            self._read[kind] += len(data)
             self._push((kind, data))
             if self._queued_bytes > MAX_QUEUED_BYTES and not self._paused:
                 self._paused = True  # nobody consumes output: the kernel's writes block
@@ -319,10 +326,48 @@ class KernelProcess:
             self._violate(f"The kernel sent {what}")
             return
         if not drained:
-            self._drain_outputs()  # what the cell printed before this came first
+            self._catch_up()  # what the cell printed before this came first
         if kind == "done":
             self.cell = None
+        self._place(message)
+
+    def _place(self, message: dict[str, Any]) -> None:
+        """Queue a frame where it stands among the output. The pipes were just drained, so
+        the queue may end with output the cell wrote after this frame; the frame's counts
+        of bytes written (``out``, ``err``) say how much of each stream, and that output
+        goes after it (between lines: see _line_end). A cell's ``done`` comes after all its
+        output and resets what the counts miss."""
+        marks = {
+            stream: written
+            for stream, key in (("stdout", "out"), ("stderr", "err"))
+            if isinstance(written := message.get(key), int) and not isinstance(written, bool)
+        }
+        if message["type"] == "done":
+            for stream, written in marks.items():
+                self._uncounted[stream] = max(0, self._read[stream] - written)
+            self._push(("msg", message))
+            return
+        later = {s: self._read[s] - self._uncounted[s] - w for s, w in marks.items()}
+        before: list[Event] = []  # the output queued since the last frame, newest first
+        after: list[Event] = []
+        while self._events and self._events[-1][0] in ("stdout", "stderr"):
+            stream, data = self._events.pop()
+            due = later.get(stream, 0)
+            if due <= 0:
+                before.append((stream, data))
+                continue
+            if len(data) > due:  # written partly before the frame, partly after
+                cut = _line_end(data, len(data) - due)
+                before.append((stream, data[:cut]))
+                data = data[cut:]
+                later[stream] = 0
+            else:
+                later[stream] = due - len(data)
+            if data:
+                after.append((stream, data))
+        self._events.extend(reversed([event for event in before if event[1]]))
         self._push(("msg", message))
+        self._events.extend(reversed(after))
 
     def _broken(self, what: str) -> None:
         """A frame that could not be read: before ``ready`` the kernel is unusable; later
@@ -371,6 +416,21 @@ class KernelProcess:
         self._drain_outputs()
         self._push(("exit", None))
 
+    def _catch_up(self) -> None:
+        """Drain the output pipes, then take in (unrouted) what the control pipe holds, and
+        again while it held more: every frame the kernel wrote before the output read is
+        then known and is placed (see _place) before a listener can take that output."""
+        for _ in range(CATCH_UP_ROUNDS):
+            self._drain_outputs()
+            try:
+                data = os.read(self._ctrl_r, READ_SIZE)
+            except (BlockingIOError, OSError):
+                return
+            if not data:
+                return  # the end of the channel: _on_readable sees it too
+            self.last_alive = self._loop.time()
+            self._reader.feed(data)
+
     def _drain_outputs(self) -> None:
         """Read the output pipes until they are empty (the kernel flushed before ``done``)."""
         for fd, kind in ((self._out_r, "stdout"), (self._err_r, "stderr")):
@@ -381,6 +441,7 @@ class KernelProcess:
                     break
                 if not data:
                     break
+                self._read[kind] += len(data)
                 self._push((kind, data))
 
     def _take(self) -> Event:
@@ -538,6 +599,15 @@ class KernelProcess:
         self.channel_closed = True
         self.group.close()
         _LIVE.discard(self)
+
+
+def _line_end(data: bytes, cut: int) -> int:
+    """``cut``, or past the end of the line it falls in: a frame goes between lines (what
+    the counts miss, e.g. a subprocess's output, must not split a line around it)."""
+    if data[cut - 1 : cut] == b"\n":
+        return cut
+    end = data.find(b"\n", cut)
+    return len(data) if end < 0 else end + 1
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

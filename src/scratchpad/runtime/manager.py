@@ -25,6 +25,7 @@ from scratchpad.scrub import scrubber
 from scratchpad.vault.sources import register_process_secrets
 
 if TYPE_CHECKING:
+    from scratchpad.runtime.remote import RemoteServer
     from scratchpad.vault.store import Vault
 
 log = logging.getLogger(__name__)
@@ -288,10 +289,29 @@ class ScratchpadManager:
             log.warning("skipping %s under %s: it %s", entry.name, entry.parent, problem)
         return name
 
+    def _server(self) -> RemoteServer | None:
+        """The server the pads live on, for a manager of remote pads (else None)."""
+        if self.settings.backend != "remote":
+            return None
+        from scratchpad.runtime.remote import RemoteServer
+
+        return RemoteServer(self.settings.remote_url or "", self.settings.remote_api_key or "")
+
+    async def has_pad(self, name: str) -> bool:
+        """Whether pad ``name`` exists where pads live: this home, or the pad server of a
+        manager of remote pads (pads other clients made count)."""
+        server = self._server()
+        if server is None or self.exists(name):
+            return self.exists(name)
+        return await server.has(validate_pad_name(name))
+
     async def list_pads(self) -> list[PadInfo]:
         """Every pad, running or on disk: its status, cells, memory and last use (see
         padinfo.PadInfo). Histories of stopped pads are read in a thread, and counted again
-        only when their file changed."""
+        only when their file changed. A manager of remote pads lists the server's."""
+        server = self._server()
+        if server is not None:
+            return await server.pads()
         names = await asyncio.to_thread(self.names_on_disk)
         running = {name: pad for name, pad in self._pads.items() if not pad.closed}
         stopped = sorted(set(names) - set(running))
@@ -304,6 +324,9 @@ class ScratchpadManager:
     async def pad_info(self, name: str) -> PadInfo:
         """One pad's line of :meth:`list_pads`; PadNotFoundError when there is no such pad."""
         name = validate_pad_name(name)
+        server = self._server()
+        if server is not None:
+            return await server.pad_info(name)
         pad = self._pads.get(name)
         if pad is not None and not pad.closed:
             return (await describe_running([(pad, self._watched(pad))]))[0]
@@ -329,6 +352,12 @@ class ScratchpadManager:
         pad = self._pads.get(name)
         if pad is not None and not pad.closed:
             return await pad.cancel(cell_id)
+        if self._server() is not None:  # a pad of the server this manager does not hold
+            transient = self._factory(name)
+            try:
+                return await transient.cancel(cell_id)
+            finally:
+                await transient.detach()
         if cell_id is not None:
             remember(self._early_cancels.setdefault(name, {}), cell_id, EARLY_CANCELS_KEPT)
         return False
@@ -338,7 +367,7 @@ class ScratchpadManager:
         name = validate_pad_name(name)
         pad = self._pads.pop(name, None)
         if pad is None:
-            if not self.exists(name):
+            if not await self.has_pad(name):
                 raise PadNotFoundError(f"no pad named {name!r}; there is nothing to remove")
             pad = self._build(name)
         await self._stop(name, pad.cleanup())

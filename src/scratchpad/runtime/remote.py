@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import re
@@ -48,6 +49,7 @@ from scratchpad.runtime.cell import (
     StreamItem,
     new_cell_id,
 )
+from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.runtime.venv import validate_specs
 
 CONNECT_TIMEOUT_S = 30.0
@@ -59,8 +61,8 @@ DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
 # it happen anyway, the cell is sent again with its id (see _stream).
 POOL_KEEPALIVE_S = 1.0
 CANCEL_TIMEOUT_S = 10.0
-# How the protocol answers a failed install: 200 with this text as its result.
-INSTALL_FAILED = re.compile(r"Install failed \((?:exit (?P<code>-?\d+)|[^)]*)\)")
+# How the protocol reports a failed install: "Install failed (exit N): ..." or "(timed out)".
+INSTALL_FAILED = re.compile(r"Install failed \((?:exit (-?\d+)|[^)]*)\): ?(.*)", re.DOTALL)
 
 log = logging.getLogger(__name__)
 
@@ -161,15 +163,19 @@ class RemoteRuntime(ScratchpadRuntime):
         return self.cells
 
     async def install_packages(self, packages: list[str]) -> str:
-        """The installer's output; a failed install (which the protocol answers as text)
-        raises InstallError, as a local pad's does."""
+        """The installer's output; InstallError when the server says the install failed
+        (the protocol answers a failure as its result text, ``Install failed (…): …``)."""
         validate_specs(packages)  # refused here: the server answers them as a failed install
         answer = await self._post("/scratchpad/install", {"name": self.name, "packages": packages})
         result = str(answer.get("result", ""))
         failed = INSTALL_FAILED.match(result)
-        if failed:
-            code = failed.group("code")
-            raise InstallError(result, exit_code=int(code) if code else None, output=result)
+        if failed is not None:
+            code = failed.group(1)
+            raise InstallError(
+                f"installing into pad {self.name!r} failed: {result}",
+                exit_code=int(code) if code is not None else None,
+                output=failed.group(2),
+            )
         return result
 
     async def execute_streaming(
@@ -298,6 +304,43 @@ class RemoteRuntime(ScratchpadRuntime):
 
     async def _get(self, path: str) -> dict[str, Any]:
         return await _request(self._client, "GET", path)
+
+
+class RemoteServer:
+    """What a Scratchpad server says of its pads as a whole (its ``/v1`` API), for a
+    manager whose pads live there: every pad and its status, whether one exists."""
+
+    def __init__(self, url: str, api_key: str) -> None:
+        self.url = url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"}
+
+    async def pads(self) -> list[PadInfo]:
+        answer = await self._get("/v1/pads")
+        return [pad_info(pad) for pad in answer.get("pads", []) if isinstance(pad, dict)]
+
+    async def pad_info(self, name: str) -> PadInfo:
+        """Pad ``name`` as the server lists it; PadNotFoundError when it has none."""
+        return pad_info(await self._get(f"/v1/pads/{url_component(name)}/info"))
+
+    async def has(self, name: str) -> bool:
+        try:
+            await self.pad_info(name)
+        except PadNotFoundError:
+            return False
+        return True
+
+    async def _get(self, path: str) -> dict[str, Any]:
+        timeout = httpx.Timeout(CONNECT_TIMEOUT_S)
+        async with httpx.AsyncClient(
+            base_url=self.url, headers=self._headers, timeout=timeout
+        ) as client:
+            return await _request(client, "GET", path)
+
+
+def pad_info(answer: dict[str, Any]) -> PadInfo:
+    """A pad's line of the server's list (fields this client does not know are left out)."""
+    known = {field.name for field in dataclasses.fields(PadInfo)}
+    return PadInfo(**{key: value for key, value in answer.items() if key in known})
 
 
 def credentials_description(url: str, api_key: str, timeout: float = 5.0) -> str:

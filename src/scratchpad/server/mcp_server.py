@@ -11,6 +11,7 @@ outputs are saved under one turn id, ``mcp``, so a later call can read them back
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,7 @@ from scratchpad.tools.scratchpad_tool import current_description
 
 SERVER_NAME = "scratchpad"
 TURN_ID = "mcp"
+KEEPALIVE_S = 5.0  # the longest quiet stretch of a call with a progress token (clients: 10 s)
 INSTRUCTIONS = (
     "Persistent Python pads: call `scratchpad` with action exec to run code; variables stay "
     "between calls to the same pad name. Large outputs are saved as observations; read them "
@@ -80,8 +82,10 @@ def create_mcp_server(
         )
         try:
             outcome = await registry.dispatch(params.name, params.arguments or {}, context)
-        finally:
-            await progress.finish()
+        except BaseException:  # cancelled: the client is gone, so is its progress
+            progress.stop()
+            raise
+        await progress.finish()
         return call_result(outcome)
 
     return Server(
@@ -116,23 +120,38 @@ def mcp_tool(tool: ToolDef, description: str) -> types.Tool:
 
 class ProgressRelay:
     """Sends a tool's progress messages as MCP progress notifications, in order, from one
-    task; the tool's callback is synchronous and must never wait on the client."""
+    task; the tool's callback is synchronous and must never wait on the client. While the
+    call lasts, a quiet stretch of ``KEEPALIVE_S`` sends a "still running" notification:
+    clients that reset their timeout on progress (TypeScript's) keep waiting for a long
+    cell. Without a progress token in the request, nothing is sent (the SDK's rule)."""
 
     def __init__(self, ctx: ServerRequestContext[Any]) -> None:
         self._ctx = ctx
         self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._began = time.monotonic()
         self._sender = asyncio.create_task(self._send())
 
     def put(self, message: str) -> None:
         self._queue.put_nowait(scrub(message))
 
     async def finish(self) -> None:
+        """Send what is queued, then stop."""
         self._queue.put_nowait(None)
         await self._sender
 
+    def stop(self) -> None:
+        """Stop at once (the call was cancelled: nobody listens)."""
+        self._sender.cancel()
+
     async def _send(self) -> None:
         count = 0
-        while (message := await self._queue.get()) is not None:
+        while True:
+            try:
+                message = await asyncio.wait_for(self._queue.get(), KEEPALIVE_S)
+            except TimeoutError:
+                message = f"still running ({time.monotonic() - self._began:.0f} s)"
+            if message is None:
+                return
             count += 1
             try:
                 await self._ctx.session.report_progress(count, None, message)

@@ -15,6 +15,7 @@ from scratchpad.tools.context import ToolSessionContext
 
 NO_OUTPUT = "Code executed successfully (no output)."
 IMAGE_MIMES = ("image/png", "image/jpeg")
+TEXT_MIMES = ("text/markdown", "text/plain")  # the first a display has is what the model reads
 
 
 def cell_text(cell: Cell) -> str:
@@ -22,6 +23,7 @@ def cell_text(cell: Cell) -> str:
         (label, text)
         for label, text in (
             ("output", cell.stdout),
+            ("display", displays_text(cell)),
             ("result", cell.result),
             ("logs", cell.logs),
             ("stderr", cell.stderr),
@@ -32,6 +34,25 @@ def cell_text(cell: Cell) -> str:
     if not sections:
         return NO_OUTPUT
     return "\n\n".join(f"[{label}]\n{text.rstrip()}" for label, text in sections)
+
+
+def displays_text(cell: Cell) -> str:
+    """What the cell displayed, as text: each display's markdown or plain text form (a
+    display dropped for size is a plain-text note saying so), images as a note (they come as
+    image blocks beside the text), one line per display without a text form."""
+    return "\n".join(display_text(bundle) for bundle in cell.outputs)
+
+
+def display_text(bundle: dict[str, object]) -> str:
+    images = [mime for mime in IMAGE_MIMES if isinstance(bundle.get(mime), str)]
+    if images:
+        return f"[image ({images[0]}), attached]"
+    for mime in TEXT_MIMES:
+        text = bundle.get(mime)
+        if isinstance(text, str):
+            return text.rstrip("\n")
+    kinds = ", ".join(sorted(bundle)) or "nothing"
+    return f"[a display ({kinds}) with no text form]"
 
 
 def cell_outcome(cell: Cell, pad: str, context: ToolSessionContext) -> ToolOutcome:

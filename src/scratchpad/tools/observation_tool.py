@@ -7,7 +7,7 @@ from typing import Any
 
 from scratchpad.errors import InvalidInputError
 from scratchpad.observations.models import READ_MODES
-from scratchpad.tools.base import ToolDef, ToolHints
+from scratchpad.tools.base import ToolDef, ToolHints, given
 from scratchpad.tools.context import ToolSessionContext
 
 NAME = "read_observation"
@@ -59,6 +59,7 @@ async def handle_read_observation(context: ToolSessionContext, tool_input: dict[
     event loop (other tool calls, streams, the server's health check)."""
     if context.store is None:
         raise InvalidInputError("no observation store is configured for this session")
+    tool_input = {**given(tool_input), "observation_id": tool_input["observation_id"]}
     result = await asyncio.to_thread(
         context.store.read,
         tool_input["observation_id"],

@@ -6,26 +6,31 @@ install, cancel. Observers fire around every cell here, in the tool, never in th
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import replace
 from typing import Any
 
-from scratchpad.errors import InvalidInputError, PadNotFoundError
+from scratchpad.errors import InvalidInputError, PadNotFoundError, ScratchpadError
 from scratchpad.padnames import MAX_NAME_CHARS, validate_pad_name
-from scratchpad.runtime.base import check_cell_id
-from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent, StreamItem
+from scratchpad.runtime.base import ScratchpadRuntime, check_cell_id
+from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent, StreamItem, new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.runtime.timeouts import check_estimate, check_timeout, name_parameters
-from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome
+from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome, given
 from scratchpad.tools.cell_result import cell_outcome
 from scratchpad.tools.context import ToolSessionContext
 
 # How this tool names a cell's time limits (a stopped cell's advice names them).
 PARAMETERS = {"timeout": "timeout_s", "estimate": "estimated_execution_time_seconds"}
 
+log = logging.getLogger(__name__)
+
 NAME = "scratchpad"
 TITLE = "Python scratchpad"
 ACTIONS = ["exec", "view", "dump", "list", "reset", "remove", "install", "cancel"]
+NAMED_ACTIONS = [action for action in ACTIONS if action != "list"]
 # The tool as a whole: exec runs any code (the network included), reset and remove lose state.
 HINTS = ToolHints(read_only=False, destructive=True, idempotent=False, open_world=True)
 EMPTY_CODE = (
@@ -91,6 +96,9 @@ INPUT_SCHEMA: dict[str, Any] = {
         },
     },
     "required": ["action"],
+    # every action but list needs a pad (an if/then: clients refuse oneOf at the top level)
+    "if": {"properties": {"action": {"enum": NAMED_ACTIONS}}, "required": ["action"]},
+    "then": {"required": ["name"]},
 }
 
 
@@ -104,7 +112,9 @@ def describe(notable_packages: list[str], credentials: str = "") -> str:
         "pad and whether it is busy; reset clears the variables (packages stay); remove "
         "deletes the pad; install adds `packages`; cancel stops a running cell. "
         "Inside a cell: progress(msg) for long work, display(obj) for rich output, "
-        "sample(value) for a quick look at data. Large output is saved as an observation "
+        "sample(value) for a quick look at data. A call lasts as long as its cell: clients "
+        "need a timeout longer than their longest cell (given a progress token, progress "
+        "comes at least every 10 s). Large output is saved as an observation "
         f"you can read with read_observation. Notable installed packages: {packages}."
         f"{credentials}"
     )
@@ -129,12 +139,16 @@ def scratchpad_tool(manager: ScratchpadManager) -> ToolDef:
 
 
 async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, Any]) -> Any:
+    tool_input = given(tool_input)
     action = tool_input.get("action", "exec")
     manager = context.manager
     if action == "list":
         return pad_list(await manager.list_pads())
     if "name" not in tool_input:
-        raise InvalidInputError("missing required field 'name' (every action but list needs it)")
+        raise InvalidInputError(
+            f"missing required field 'name': action {action!r} needs a pad name, e.g. "
+            '"main" (every action but list needs one)'
+        )
     name = validate_pad_name(tool_input["name"])
     if action == "exec":
         return await _exec(context, name, tool_input)
@@ -144,10 +158,9 @@ async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, A
         await manager.remove(name)
         return f"Pad {name!r} removed (its environment and packages are gone)."
     pad = await manager.get_or_create(name)
-    if action == "view":
-        return pad.view()
-    if action == "dump":
-        return pad.dump()
+    if action in ("view", "dump"):
+        await pad.load_cells()  # where the pad keeps them (a pad server's: every client's)
+        return pad.view() if action == "view" else pad.dump()
     if action == "reset":
         await pad.reset()
         context.emit("scratchpad_reset", pad=name)
@@ -167,7 +180,7 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
     timeout_s = tool_input.get("timeout_s")
     if timeout_s is not None:  # its upper limit is the runtime's (a remote one: its server's)
         timeout_s = check_timeout(timeout_s)
-    cell_id = check_cell_id(tool_input.get("cell_id"))
+    cell_id = check_cell_id(tool_input.get("cell_id")) or new_cell_id()  # to interrupt it
     question = _second_pad_question(context, name, bool(tool_input.get("confirm_new_scratchpad")))
     if question:
         return ToolOutcome(question, ok=False, reason="confirm_new_scratchpad")
@@ -190,6 +203,8 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
             on_event=lambda item: _forward(context, item),
         )
     except BaseException as exc:  # observers and subscribers always see the cell end
+        if isinstance(exc, asyncio.CancelledError):  # the caller gave up: so does the cell
+            _interrupt(pad, cell_id)
         failed = Cell(code=code, description=description, status="error", error=str(exc))
         context.notify("after_cell", name, failed)
         context.emit("scratchpad_result", pad=name, status="error", cell_id=failed.id)
@@ -216,7 +231,7 @@ def pad_list(pads: list[PadInfo]) -> str:
 async def _cancel(manager: ScratchpadManager, name: str, cell_id: object) -> ToolOutcome:
     """Cancel a cell by id, or the pad's running one; never starts a pad."""
     checked = check_cell_id(cell_id)
-    if checked is None and not manager.exists(name):
+    if checked is None and not await manager.has_pad(name):
         raise PadNotFoundError(f"no pad named {name!r}; there is nothing to cancel")
     if await manager.cancel(name, checked):
         what = f"cell {checked!r}" if checked else "the running cell"
@@ -230,6 +245,25 @@ async def _cancel(manager: ScratchpadManager, name: str, cell_id: object) -> Too
         ok=False,
         reason="nothing_to_cancel",
     )
+
+
+_interrupts: set[asyncio.Task[None]] = set()
+
+
+def _interrupt(pad: ScratchpadRuntime, cell_id: str) -> None:
+    """Cancel a cell whose caller went away (an MCP client's cancel or timeout, a stopped
+    agent loop), as a dropped remote-protocol stream does: interrupted, variables kept. From
+    a task of its own: the caller's task is being cancelled."""
+
+    async def cancel() -> None:
+        try:
+            await pad.cancel(cell_id)
+        except ScratchpadError as exc:  # e.g. the pad server went away meanwhile
+            log.warning("could not interrupt cell %s of pad %r: %s", cell_id, pad.name, exc)
+
+    task = asyncio.get_running_loop().create_task(cancel())
+    _interrupts.add(task)
+    task.add_done_callback(_interrupts.discard)
 
 
 def _second_pad_question(context: ToolSessionContext, name: str, confirmed: bool) -> str:

@@ -181,7 +181,7 @@ class Kernel:
     def progress(self, message: object = "") -> None:
         """Report progress to the caller (long messages keep their head and tail)."""
         text = cut_text(str(message), MESSAGE_CAP)
-        self.send({"type": "progress", "id": self.cell_id, "message": text})
+        self.send({"type": "progress", "id": self.cell_id, "message": text, **output_marks()})
 
     def display(self, *objects: object) -> None:
         """Show rich output (images, HTML, ...) for each object, like Jupyter's display()."""
@@ -194,13 +194,13 @@ class Kernel:
         """Send one mime bundle (a display, or the rich forms of a ``result``); one too big
         for a frame becomes a note saying so."""
         try:
-            frame = protocol.encode_bounded({"type": kind, "id": self.cell_id, "data": bundle})
+            message = {"type": kind, "id": self.cell_id, "data": bundle, **output_marks()}
+            frame = protocol.encode_bounded(message)
         except protocol.FrameTooBig as exc:
             kinds = ", ".join(sorted(str(mime) for mime in bundle))
             note = f"[a {kind} ({kinds}) was dropped: as a frame it takes {exc}]"
-            frame = protocol.encode_bounded(
-                {"type": kind, "id": self.cell_id, "data": {"text/plain": note}}
-            )
+            message = {"type": kind, "id": self.cell_id, "data": {"text/plain": note}}
+            frame = protocol.encode_bounded({**message, **output_marks()})
         self.write(frame)
 
     def show_result(self, value: object) -> None:
@@ -298,7 +298,7 @@ class Kernel:
             }
         self.finish_cell()
         self.busy = False
-        self.send(reply)
+        self.send({**reply, **output_marks()})
 
     def run_cell(self, code: str, cell_id: str, number: int = 0) -> dict[str, object]:
         """Run one cell; its tracebacks name it ``<cell N>`` with the pad's number for it
@@ -492,23 +492,63 @@ def refresh_imports() -> None:
 _REPLACED_STREAMS: list[Any] = []  # kept alive: dropping them could close fd 1 or 2
 
 
+class _Counted(io.RawIOBase):
+    """fd 1 or 2, counting the bytes written through it: a frame says how much of the
+    cell's output came before it, so the parent keeps both in the order they were made."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+        self.written = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def write(self, data: Any) -> int:
+        written = os.write(self.fd, data)
+        self.written += written
+        return written
+
+
+_COUNTED: dict[str, tuple[io.TextIOWrapper, _Counted]] = {}  # our stdout and stderr
+
+
 def _line_buffered(name: str) -> None:
-    """One write per line, whatever PYTHONUNBUFFERED says (it would split every print)."""
+    """One write per line, whatever PYTHONUNBUFFERED says (it would split every print), and
+    counted (see :func:`output_marks`)."""
     stream = getattr(sys, name)
     if not isinstance(stream, io.TextIOWrapper):
         return
-    if isinstance(stream.buffer, io.FileIO):  # python -u: no buffer below the text layer
-        _REPLACED_STREAMS.append(stream)
-        stream = io.TextIOWrapper(
-            io.BufferedWriter(stream.buffer),
-            encoding=stream.encoding,
-            errors="backslashreplace",
-            line_buffering=True,
-        )
-        setattr(sys, name, stream)
-        setattr(sys, f"__{name}__", stream)
-        return
-    stream.reconfigure(line_buffering=True, write_through=False, errors="backslashreplace")
+    stream.flush()
+    _REPLACED_STREAMS.append(stream)
+    counted = _Counted(stream.fileno())
+    replacement = io.TextIOWrapper(
+        io.BufferedWriter(counted),
+        encoding=stream.encoding,
+        errors="backslashreplace",
+        line_buffering=True,
+    )
+    _COUNTED[name] = (replacement, counted)
+    setattr(sys, name, replacement)
+    setattr(sys, f"__{name}__", replacement)
+
+
+def output_marks() -> dict[str, int]:
+    """How many bytes this process wrote to stdout (``out``) and stderr (``err``) so far,
+    after a flush: where a frame sent now stands among the output."""
+    marks = {}
+    for name, key in (("stdout", "out"), ("stderr", "err")):
+        if name in _COUNTED:
+            stream, counted = _COUNTED[name]
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                continue
+            marks[key] = counted.written
+    return marks
 
 
 def configure_process(config: dict[str, Any]) -> None:
