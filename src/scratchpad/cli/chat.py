@@ -149,7 +149,8 @@ class Screen:
         colour = "green" if data["ok"] else "red"
         outcome = "ok" if data["ok"] else "failed"
         err_console.print(f"[{colour}]  ‹ {shown(str(data.get('name', '')))} {outcome}[/{colour}]")
-        lines = str(data["text"]).strip().splitlines()
+        blocks = FormBlocks()  # a form the tool hands the model is filled in, not shown
+        lines = (blocks.feed(str(data["text"])) + blocks.flush()).strip().splitlines()
         for line in lines[:RESULT_LINES]:
             more = len(line) - RESULT_LINE_CHARS
             cut = f"{line[:RESULT_LINE_CHARS]} … ({more} more characters)" if more > 0 else line
