@@ -369,7 +369,7 @@ class KernelProcess:
                 after.append((stream, data))
         self._events.extend(reversed([event for event in before if event[1]]))
         passed = {stream: due for stream, due in later.items() if due > 0}
-        self._push(("msg", {**message, PASSED: passed} if passed else message))
+        self._push(("msg", {**message, PASSED: passed}))  # ours, whatever the frame said
         self._events.extend(reversed(after))
 
     def _broken(self, what: str) -> None:
