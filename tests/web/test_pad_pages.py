@@ -192,6 +192,7 @@ def test_a_rich_result_shows_as_its_richest_form(page: Page, web_server: WebServ
     expect(table).not_to_contain_text("Table(1 row)")
     expect(note.locator(".output-markdown strong")).to_have_text("bold")
     expect(plain.locator("pre.result-text")).to_have_text("42")
+    screenshot(page, "rich-result")
 
 
 def test_markdown_shows_as_elements_never_as_markup(mixed: Locator) -> None:
