@@ -270,7 +270,7 @@ function inOrder(pad, cell) {
   const streams = STREAMS.map((name, i) => {
     const text = cell[name] || "";
     const total = codePoints(text);
-    const places = outputs.map((_, n) => (known ? Math.min(Number(cell.outputs_at[n][i]) || 0, total) : total));
+    const places = outputs.map((_, n) => (known ? Math.min(Number(cell.outputs_at[n]?.[i]) || 0, total) : total));
     const points = [0, ...places, total]; // where each piece ends, before each display and at the end
     return { name, text, total, points, units: unitIndexes(text, points), last: 0 };
   });
