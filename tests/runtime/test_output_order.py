@@ -10,6 +10,7 @@ import pytest
 
 from scratchpad.config import Settings
 from scratchpad.runtime.cell import Cell, fit_cell
+from scratchpad.runtime.cell import in_order as cell_in_order
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.rescrub import scrub_cell
 from scratchpad.scrub import Scrubber, register
@@ -20,18 +21,10 @@ SECRET = "order-s3cret-value-99"
 def in_order(cell: Cell) -> list[str]:
     """The cell's stdout, stderr and displays, cut at its ``outputs_at``, in that order."""
     assert len(cell.outputs_at) == len(cell.outputs), cell.outputs_at
-    said: list[str] = []
-    done = [0, 0]
-    for bundle, at in [*zip(cell.outputs, cell.outputs_at, strict=True), ({}, None)]:
-        for column, name in enumerate(("stdout", "stderr")):
-            text: str = getattr(cell, name)
-            end = len(text) if at is None else at[column]
-            if end > done[column]:
-                said.append(f"{name}: {text[done[column] : end]}")
-                done[column] = end
-        if at is not None:
-            said.append(f"display: {bundle['text/plain']}")
-    return said
+    return [
+        f"{kind}: {made['text/plain'] if kind == 'display' else made}"
+        for kind, made in cell_in_order(cell)
+    ]
 
 
 MIXED = """import sys
@@ -56,8 +49,18 @@ async def test_a_recorded_cell_knows_where_each_display_came(manager: Scratchpad
     assert in_order(ran) == made
     assert in_order(stored) == made
     assert stored.outputs_at == [[len("first é😀\n"), 0], [len("first é😀\n"), 7]]
+    notebook = manager.peek("order").to_ipynb()
+    [code] = notebook["cells"]
+    shown = [o.get("name") or o["data"]["text/plain"] for o in code["outputs"]]
+    assert shown == ["stdout", "'one'", "stderr", "'two'", "stdout"]
     old = {k: v for k, v in stored.to_dict().items() if k != "outputs_at"}  # an older record
     assert Cell.from_dict(old).outputs_at == []
+    assert [kind for kind, _ in cell_in_order(Cell.from_dict(old))] == [
+        "stdout",
+        "stderr",
+        "display",
+        "display",
+    ]
     assert Cell.from_dict({**old, "outputs_at": [[1, 2, 3]]}).outputs_at == []
 
 

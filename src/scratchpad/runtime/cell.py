@@ -102,6 +102,27 @@ def _places_of(places: Any, count: int) -> bool:
 CELL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Cell))
 
 
+def in_order(cell: Cell) -> list[tuple[str, Any]]:
+    """What the cell made, in order: ``("stdout" | "stderr", text)`` pieces cut where
+    ``outputs_at`` places its displays, and ``("display", bundle)``; without places (an older
+    record), stdout, stderr, then the displays."""
+    texts = (cell.stdout, cell.stderr)
+    ends = [len(text) for text in texts]
+    known = len(cell.outputs_at) == len(cell.outputs)
+    places = cell.outputs_at if known else [ends] * len(cell.outputs)
+    made: list[tuple[str, Any]] = []
+    done = [0, 0]
+    for bundle, at in [*zip(cell.outputs, places, strict=True), (None, ends)]:
+        for column, stream in enumerate(("stdout", "stderr")):
+            end = min(at[column], ends[column])
+            if end > done[column]:
+                made.append((stream, texts[column][done[column] : end]))
+                done[column] = end
+        if bundle is not None:
+            made.append(("display", bundle))
+    return made
+
+
 @dataclass(frozen=True, slots=True)
 class ProgressEvent:
     """``progress(msg)`` was called inside the cell."""
