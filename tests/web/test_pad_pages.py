@@ -113,6 +113,7 @@ display(Note()); time.sleep(0.3)
 print('warned', file=sys.stderr, flush=True); time.sleep(0.3)
 display(Table()); time.sleep(0.3)
 print('last', flush=True)"""
+MADE = ["stdout", "output-markdown", "stderr", "output-html", "stdout"]
 KINDS = """(cell) => [...cell.querySelectorAll(
         '.outputs pre.stream, .output-markdown, .output-html')]
     .map((e) => e.classList.contains('stream') ? e.classList[1] : e.className)"""
@@ -132,7 +133,66 @@ def mixed(browser: Browser, web_server: WebServer) -> Iterator[Locator]:
 
 def test_outputs_come_in_the_order_they_were_made(mixed: Locator) -> None:
     kinds = mixed.evaluate(KINDS)
-    assert kinds == ["stdout", "output-markdown", "stderr", "output-html", "stdout"], kinds
+    assert kinds == MADE, kinds
+
+
+def test_a_recorded_cell_keeps_its_order_after_a_reload(mixed: Locator, page: Page) -> None:
+    open_pad(page, "mixed")  # a page that did not watch it run: the cell's record says
+    recorded = finished(page.locator(".cell").first)
+    expect(recorded.locator("iframe.output-html")).to_have_count(1)
+    assert recorded.evaluate(KINDS) == MADE
+    expect(recorded.locator("pre.stream")).to_have_text(["first", "warned", "last"])
+    page.reload()
+    again = finished(page.locator(".cell").first)
+    expect(again.locator("iframe.output-html")).to_have_count(1)
+    assert again.evaluate(KINDS) == MADE
+
+
+PIECES = "for i in range(3000):\n    print('row 😀', i)\ndisplay('between')\nprint('after')"
+
+
+def test_show_all_of_a_piece_before_a_display_reads_that_piece(
+    page: Page, web_server: WebServer
+) -> None:
+    execute(web_server, "pieces", PIECES)
+    open_pad(page, "pieces")
+    cell = page.locator(".cell").first
+    first, after = cell.locator("pre.stdout").first, cell.locator("pre.stdout").last
+    expect(after).to_have_text("after\n")
+    first.get_by_role("button", name=re.compile("show all")).click()
+    expect(first).to_contain_text("row 😀 1500")
+    rows = first.evaluate("(pre) => pre.lastChild.data.split('\\n')")
+    assert rows[0] == "row 😀 0" and rows[-2:] == ["row 😀 2999", ""] and len(rows) == 3001
+
+
+RICH_RESULT = """class Table:
+    def _repr_html_(self):
+        return '<table class="dataframe"><tr><th>city</th></tr><tr><td>Lyon</td></tr></table>'
+    def __repr__(self):
+        return 'Table(1 row)'
+Table()"""
+NOTE_RESULT = """class Note:
+    def _repr_markdown_(self):
+        return '**bold** result'
+Note()"""
+
+
+def test_a_rich_result_shows_as_its_richest_form(page: Page, web_server: WebServer) -> None:
+    execute(web_server, "rich", RICH_RESULT)
+    execute(web_server, "rich", NOTE_RESULT)
+    execute(web_server, "rich", "41 + 1")
+    open_pad(page, "rich")
+    table, note, plain = (page.locator(".cell").nth(i).locator(".result") for i in range(3))
+    frame = table.locator("iframe.output-html")
+    expect(frame).to_have_attribute("sandbox", "")
+    expect(frame.content_frame.locator("td")).to_have_text("Lyon")
+    expect(frame.content_frame.locator("table.dataframe")).to_have_css(
+        "border-collapse", "collapse"
+    )  # the frame's own stylesheet
+    expect(table).not_to_contain_text("Table(1 row)")
+    expect(note.locator(".output-markdown strong")).to_have_text("bold")
+    expect(plain.locator("pre.result-text")).to_have_text("42")
+    screenshot(page, "rich-result")
 
 
 def test_markdown_shows_as_elements_never_as_markup(mixed: Locator) -> None:

@@ -76,5 +76,6 @@ def start_over(cell: Cell) -> None:
     cell.stdout = cell.stderr = cell.logs = ""
     cell.error = cell.result = None
     cell.outputs = []
+    cell.outputs_at = []
     cell.status = "ok"
     cell.duration_s = 0.0

@@ -29,11 +29,13 @@ class Cell:
     ``result`` is the text of the last expression (a notebook's ``Out[n]``) and
     ``result_data`` its rich forms (``{"text/html": ...}`` of a DataFrame; text/plain is
     ``result``); ``outputs`` holds rich mime bundles (``{"image/png": <base64>, "text/plain":
-    ...}``) from display() and matplotlib; ``logs`` holds progress messages, ``logging``
-    records (INFO and up) and notes from the runtime. ``number`` is the cell's place in its
-    pad, 1-based, fixed when it is queued and shown the same everywhere (view, dump, a
-    notebook's execution_count, tracebacks); 0 for a cell that stands for others (a summary,
-    a note of folded history) or never reached a pad.
+    ...}``) from display() and matplotlib, and ``outputs_at`` where each stands among the
+    output: ``[stdout, stderr]``, the characters of each that came before it (empty in a
+    record older than that, or when the outputs were left out); ``logs`` holds progress
+    messages, ``logging`` records (INFO and up) and notes from the runtime. ``number`` is the
+    cell's place in its pad, 1-based, fixed when it is queued and shown the same everywhere
+    (view, dump, a notebook's execution_count, tracebacks); 0 for a cell that stands for
+    others (a summary, a note of folded history) or never reached a pad.
     """
 
     code: str
@@ -50,12 +52,14 @@ class Cell:
     duration_s: float = 0.0
     number: int = 0
     result_data: dict[str, Any] = field(default_factory=dict)
+    outputs_at: list[list[int]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The cell as JSON-ready data (a hand-written copy: ``asdict`` deep-copies, slowly)."""
         data = {name: getattr(self, name) for name in CELL_FIELDS}
         data["outputs"] = [dict(bundle) for bundle in self.outputs]
         data["result_data"] = dict(self.result_data)
+        data["outputs_at"] = [list(at) for at in self.outputs_at]
         return data
 
     @classmethod
@@ -68,6 +72,8 @@ class Cell:
             raise ValueError(f"a cell's number is a whole number >= 0, not {cell.number!r}")
         if not isinstance(cell.result_data, dict):
             raise ValueError("a cell's result_data is a mime bundle (an object)")
+        if not _places_of(cell.outputs_at, len(cell.outputs)):
+            cell.outputs_at = []  # only the outputs' order: without it they show grouped
         return cell
 
     @property
@@ -81,7 +87,40 @@ class Cell:
         return sum(len(text) for text in texts if text) + rich
 
 
+def _places_of(places: Any, count: int) -> bool:
+    """Whether ``places`` are an ``outputs_at`` for ``count`` outputs."""
+    return (
+        isinstance(places, list)
+        and len(places) == count
+        and all(
+            isinstance(at, list) and len(at) == 2 and all(type(n) is int and n >= 0 for n in at)
+            for at in places
+        )
+    )
+
+
 CELL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Cell))
+
+
+def in_order(cell: Cell) -> list[tuple[str, Any]]:
+    """What the cell made, in order: ``("stdout" | "stderr", text)`` pieces cut where
+    ``outputs_at`` places its displays, and ``("display", bundle)``; without places (an older
+    record), stdout, stderr, then the displays."""
+    texts = (cell.stdout, cell.stderr)
+    ends = [len(text) for text in texts]
+    known = len(cell.outputs_at) == len(cell.outputs)
+    places = cell.outputs_at if known else [ends] * len(cell.outputs)
+    made: list[tuple[str, Any]] = []
+    done = [0, 0]
+    for bundle, at in [*zip(cell.outputs, places, strict=True), (None, ends)]:
+        for column, stream in enumerate(("stdout", "stderr")):
+            end = min(at[column], ends[column])
+            if end > done[column]:
+                made.append((stream, texts[column][done[column] : end]))
+                done[column] = end
+        if bundle is not None:
+            made.append(("display", bundle))
+    return made
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,13 +196,22 @@ class CappedOutput:
         """The kept text; where the middle was dropped, ``trim`` (a scrubber's ``trim_cut``)
         gives back head and tail without what could be part of a secret the cut went
         through, and the note counts that as dropped too."""
-        head = self.head.decode("utf-8", "replace")
+        return "".join(self.parts(trim)[:3])
+
+    def parts(
+        self, trim: Callable[[str, str], tuple[str, str]] | None = None
+    ) -> tuple[str, str, str, bytes]:
+        """The kept text as head, note of the dropped middle ("" when none was) and tail (see
+        :meth:`text`), and the bytes of the stream the tail ends with (to place marks)."""
         if not self.tail:
-            return head
+            return self.head.decode("utf-8", "replace"), "", "", b""
         tail_bytes = bytes(self.tail[-self.tail_cap :])
         dropped = self.dropped
-        if not dropped:
-            return (bytes(self.head) + tail_bytes).decode("utf-8", "replace")
+        if not dropped:  # decoded as one: a character may straddle head and tail
+            whole = (bytes(self.head) + tail_bytes).decode("utf-8", "replace")
+            cut = len(codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(self.head)))
+            return whole[:cut], "", whole[cut:], tail_bytes
+        head = self.head.decode("utf-8", "replace")
         tail = tail_bytes.decode("utf-8", "replace")
         if trim is not None:
             kept_head, kept_tail = trim(head, tail)
@@ -171,7 +219,20 @@ class CappedOutput:
             dropped += len(tail[: len(tail) - len(kept_tail)].encode("utf-8", "replace"))
             head, tail = kept_head, kept_tail
         note = f"\n[... {dropped} bytes of output dropped (kept the first and last part) ...]\n"
-        return head + note + tail
+        return head, note, tail, tail_bytes
+
+
+def chars_after(data: bytes, offsets: list[int]) -> list[int]:
+    """For each byte offset into ``data``, how many characters its decoded rest holds (one
+    pass over ``data``, however many offsets)."""
+    counts: dict[int, int] = {}
+    after = 0
+    end = len(data)
+    for offset in sorted({min(max(0, o), len(data)) for o in offsets}, reverse=True):
+        after += len(data[offset:end].decode("utf-8", "replace"))
+        counts[offset] = after
+        end = offset
+    return [counts[min(max(0, o), len(data))] for o in offsets]
 
 
 class CappedItems(Generic[T]):
@@ -252,12 +313,13 @@ def fit_cell(cell: dict[str, Any], limit: int, why: str | Callable[[str], str]) 
     if rough_chars(cell) <= limit and encoded_size(cell) <= limit:
         return cell
     note = why if callable(why) else lambda field: why
-    cell = dict(cell)
+    original, cell = cell, dict(cell)
     outputs = cell.get("outputs") or []
     if _outputs_chars(outputs) > limit // 4 or encoded_size(outputs) > limit // 4:
         kinds = ", ".join(sorted({kind for bundle in outputs for kind in bundle}))
         left_out = f"[{len(outputs)} output(s) ({kinds}) left out {note('outputs')}]"
         cell["outputs"] = [{"text/plain": left_out}]
+        cell["outputs_at"] = []
     rich = cell.get("result_data") or {}
     if bundle_size(rich) > limit // 4 or encoded_size(rich) > limit // 4:
         cell["result_data"] = {}  # the result's text stays
@@ -280,7 +342,29 @@ def fit_cell(cell: dict[str, Any], limit: int, why: str | Callable[[str], str]) 
         if not cut:
             del whole[longest]  # nothing left of it to cut
         cell[longest] = cut
+    if cell.get("outputs_at"):
+        cell["outputs_at"] = _cut_places(cell, original, keep)
     return cell
+
+
+def _cut_places(
+    cell: dict[str, Any], original: dict[str, Any], keep: dict[str, int]
+) -> list[list[int]]:
+    """The cell's ``outputs_at`` moved to where its cut stdout and stderr (see :func:`_cut`)
+    now have each place (one in a cut middle: just after the note)."""
+    moved = []
+    for at in cell["outputs_at"]:
+        places = []
+        for name, place in zip(("stdout", "stderr"), at, strict=False):
+            whole, text = original.get(name) or "", cell.get(name) or ""
+            if text != whole:
+                half = keep[name] // 2 if text else 0
+                note = len(text) - 2 * half
+                if place > half:
+                    place = half + note + max(0, place - (len(whole) - half))
+            places.append(min(place, len(text)))
+        moved.append(places)
+    return moved
 
 
 def _cut(text: str, keep: int, why: str) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,8 +37,9 @@ from scratchpad.runtime.cell import (
     ProgressEvent,
     StreamItem,
     bundle_size,
+    chars_after,
 )
-from scratchpad.runtime.kernel import KernelProcess
+from scratchpad.runtime.kernel import PASSED, KernelProcess
 from scratchpad.runtime.timeouts import Timeouts, advice
 from scratchpad.scrub import scrub, scrub_bundle, scrubber
 from scratchpad.text import clean_data, clean_text, cut_middle
@@ -47,6 +48,12 @@ StopReason = Literal["timeout", "inactivity", "cancelled", "aborted", "violation
 MESSAGE_CAP = 4_000  # characters of one progress message or note
 STREAM_INTERVAL_S = 1.0  # past the kept head, at most one progress/display frame per second
 KERNEL_CUT = re.compile(r"\n\[\.\.\. \d+ characters omitted \.\.\.\]\n")  # worker.cut_text
+
+
+Mark = tuple[int | None, int]
+"""Where a stream stood when a display came: characters passed on so far (None once past
+the kept head), and bytes written."""
+Placed = tuple[dict[str, Any], Mark, Mark]  # a display, where stdout and stderr stood
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +91,7 @@ class CellRun:
             "stderr": Channel(caps.output_bytes),
         }
         self.logs: CappedItems[str] = CappedItems(caps.logs_chars, len)
-        self.displays: CappedItems[dict[str, Any]] = CappedItems(caps.display_bytes, bundle_size)
+        self.displays: CappedItems[Placed] = CappedItems(caps.display_bytes, _placed_size)
         for note in notes:  # bounded where they are made (late output keeps 64 KiB)
             self.logs.append(note)
         self.finished = False
@@ -205,7 +212,11 @@ class CellRun:
             return []
         if kind == "display" and isinstance(message.get("data"), dict):
             data = fit_bundle(scrub_bundle(clean_data(message["data"])), self.displays.half)
-            return [DisplayEvent(data)] if self._keep(self.displays.append(data), now) else []
+            passed = message.get(PASSED)
+            late = passed if isinstance(passed, dict) else {}
+            out, err = (self.channels[s].mark(late.get(s, 0)) for s in ("stdout", "stderr"))
+            placed = (data, out, err)
+            return [DisplayEvent(data)] if self._keep(self.displays.append(placed), now) else []
         if kind == "result" and isinstance(rich := message.get("data"), dict):
             self._on_result(rich)
             return []
@@ -395,8 +406,9 @@ class CellRun:
         cell = self.cell
         if self.finished:
             return cell
-        cell.stdout = self.channels["stdout"].finish()
-        cell.stderr = self.channels["stderr"].finish()
+        displays = self.displays.items()
+        cell.stdout, out_at = self.channels["stdout"].finish([out for _, out, _ in displays])
+        cell.stderr, err_at = self.channels["stderr"].finish([err for _, _, err in displays])
         cell.code, cell.error = scrub(cell.code), cell.error and scrub(cell.error)
         cell.description = scrub(cell.description)
         cell.result = None if cell.result is None else scrub(cell.result)
@@ -407,7 +419,8 @@ class CellRun:
                     f"{name}: {buffer.total} bytes written, "
                     f"{buffer.dropped} dropped from the middle (cap per stream)"
                 )
-        cell.outputs = self.displays.items()
+        cell.outputs = [bundle for bundle, _, _ in displays]
+        cell.outputs_at = [[out, err] for out, err in zip(out_at, err_at, strict=True)]
         if self.displays.dropped:
             self.logs.append(
                 f"displays: {self.displays.dropped} ({self.displays.dropped_size} bytes) "
@@ -425,13 +438,14 @@ class CellRun:
 class Channel:
     """One output stream of a cell: its bytes (head + tail kept) and its text scrubbed as it
     streams. When all of it streamed, the scrubbed pieces are the cell's text: one scrub
-    per byte, not two."""
+    per byte, not two. Marks (:meth:`mark`) say where displays came among its text."""
 
     def __init__(self, cap: int) -> None:
         self.buffer = CappedOutput(cap)
         self.held = ""  # what the scrubber still held when the stream ended
         self._stream = scrubber().stream()
         self._pieces: list[str] = []
+        self._passed = 0  # characters passed on
 
     def append(self, data: bytes) -> str:
         """Keep ``data``; the scrubbed text to stream now (none once past the head)."""
@@ -439,16 +453,46 @@ class Channel:
         text = self._stream.feed(streamed) if streamed else ""
         if text:
             self._pieces.append(text)
+            self._passed += len(text)
         return text
 
-    def finish(self) -> str:
-        """End the stream (its held tail goes to :attr:`held`); the whole scrubbed text."""
+    def mark(self, passed_after: int = 0) -> Mark:
+        """Where the stream stands now, less ``passed_after`` bytes already passed on that
+        were written after the display. What the scrubber holds back counts as passed on:
+        it keeps its length unless it is part of a secret."""
+        buffer = self.buffer
+        written = max(0, buffer.total - passed_after)
+        if written > len(buffer.head):
+            return None, written
+        passed = self._passed + self._stream.held_chars
+        if written < buffer.total:
+            passed -= len(buffer.head[written:].decode("utf-8", "replace"))
+        return max(0, passed), written
+
+    def finish(self, marks: Sequence[Mark] = ()) -> tuple[str, list[int]]:
+        """End the stream (its held tail goes to :attr:`held`); the whole scrubbed text, and
+        each mark as a place in it (a mark in a dropped middle: just after the note)."""
         past_head = bool(self.buffer.tail)  # the stream stopped at the head: a cut
         ending = self._stream.feed(self.buffer.end_stream())
         self.held = ending + self._stream.flush(cut=past_head)
-        if past_head:  # the kept text is not what streamed
-            return scrub(self.buffer.text(trim=scrubber().trim_cut))
-        return "".join(self._pieces) + self.held
+        if not past_head:
+            text = "".join(self._pieces) + self.held
+            return text, [min(passed or 0, len(text)) for passed, _ in marks]
+        head, note, tail, tail_bytes = self.buffer.parts(trim=scrubber().trim_cut)
+        head = scrub(head)
+        after_note = len(head) + len(note)
+        tail_from = self.buffer.total - len(tail_bytes)  # where the kept tail begins
+        places = [after_note if passed is None else min(passed, len(head)) for passed, _ in marks]
+        in_tail = [i for i, (passed, n) in enumerate(marks) if passed is None and n > tail_from]
+        rest = chars_after(tail_bytes, [marks[i][1] - tail_from for i in in_tail])
+        tail, moved = scrubber().scrub_marked(tail, [max(0, len(tail) - n) for n in rest])
+        for i, place in zip(in_tail, moved, strict=True):
+            places[i] = after_note + place
+        return head + note + tail, places
+
+
+def _placed_size(placed: Placed) -> int:
+    return bundle_size(placed[0])
 
 
 def scrub_message(text: str) -> str:

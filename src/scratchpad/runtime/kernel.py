@@ -47,6 +47,7 @@ CATCH_UP_ROUNDS = 4  # reads of the control pipe per frame while output keeps co
 ORDERED_AFTER_OUTPUT = frozenset({"done", "progress", "log", "display", "result"})
 CELL_FRAMES = frozenset({"started", *ORDERED_AFTER_OUTPUT})  # carry the id of their cell
 REPLIES = frozenset({"ack", "installed"})  # carry the id of their request
+PASSED = "passed_after"  # in a placed frame: bytes per stream written after it, passed on before
 
 # An event is (kind, payload): ("stdout"|"stderr", bytes), ("msg", dict), ("exit", None),
 # ("violation", why): a frame broke the protocol while the running cell ran (end that cell),
@@ -335,8 +336,9 @@ class KernelProcess:
         """Queue a frame where it stands among the output. The pipes were just drained, so
         the queue may end with output the cell wrote after this frame; the frame's counts
         of bytes written (``out``, ``err``) say how much of each stream, and that output
-        goes after it (between lines: see _line_end). A cell's ``done`` comes after all its
-        output and resets what the counts miss."""
+        goes after it (between lines: see _line_end). Output written after it that was
+        already passed on is counted in the frame (``PASSED``: bytes per stream). A cell's
+        ``done`` comes after all its output and resets what the counts miss."""
         marks = {
             stream: written
             for stream, key in (("stdout", "out"), ("stderr", "err"))
@@ -366,7 +368,8 @@ class KernelProcess:
             if data:
                 after.append((stream, data))
         self._events.extend(reversed([event for event in before if event[1]]))
-        self._push(("msg", message))
+        passed = {stream: due for stream, due in later.items() if due > 0}
+        self._push(("msg", {**message, PASSED: passed}))  # ours, whatever the frame said
         self._events.extend(reversed(after))
 
     def _broken(self, what: str) -> None:

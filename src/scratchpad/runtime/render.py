@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from scratchpad.runtime.cell import CELL_ID, Cell
+from scratchpad.runtime.cell import CELL_ID, Cell, in_order
 
 DUMP_MAX_LINES = 20
 DUMP_MAX_CHARS = 2000
@@ -163,11 +163,12 @@ def notebook_ids(cells: list[Cell]) -> list[str]:
 def _nb_outputs(cell: Cell, count: int | None) -> list[Any]:
     from nbformat import v4
 
-    outputs: list[Any] = []
-    for stream, text in (("stdout", cell.stdout), ("stderr", cell.stderr)):
-        if text:
-            outputs.append(v4.new_output("stream", name=stream, text=text))
-    outputs.extend(v4.new_output("display_data", data=bundle) for bundle in cell.outputs)
+    outputs: list[Any] = [
+        v4.new_output("display_data", data=made)
+        if kind == "display"
+        else v4.new_output("stream", name=kind, text=made)
+        for kind, made in in_order(cell)
+    ]
     if cell.result is not None:
         data = {**cell.result_data, "text/plain": cell.result}
         outputs.append(v4.new_output("execute_result", data=data, execution_count=count))

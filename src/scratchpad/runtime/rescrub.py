@@ -119,7 +119,15 @@ def scrub_cell(scrub: Scrubber, cell: Cell) -> bool:
     for name in CELL_FIELDS:
         value = getattr(cell, name)
         cleaned: Any
-        if name == "outputs":
+        if name in ("stdout", "stderr") and cell.outputs_at:  # the outputs' places move too
+            column = 0 if name == "stdout" else 1
+            places = [at[column] for at in cell.outputs_at]
+            cleaned, moved = scrub.scrub_marked(value, places)
+            if moved != places:
+                for at, place in zip(cell.outputs_at, moved, strict=True):
+                    at[column] = place
+                changed = True
+        elif name == "outputs":
             cleaned = [scrub_bundle(bundle, scrub) for bundle in value]
         elif name == "result_data":
             cleaned = scrub_bundle(value, scrub) if value else value

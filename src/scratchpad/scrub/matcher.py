@@ -13,13 +13,15 @@ could be part of a secret on either side of the cut.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from scratchpad.scrub.forms import MIN_SECRET_CHARS, Form, forms_of
-from scratchpad.scrub.patterns import HELD_WORD_CHARS, REDACTED, Patterns
+from scratchpad.scrub.patterns import HELD_WORD_CHARS, REDACTED, Patterns, Span
 
 _TRAILING_WORD = re.compile(rf"[A-Za-z0-9_\-]{{1,{HELD_WORD_CHARS}}}\Z")
 
@@ -106,16 +108,24 @@ class Scrubber:
         """``text`` with every secret (and key-shaped string) replaced."""
         if not text:
             return text
+        return _replaced(text, self._compiled().spans(text))
+
+    def scrub_marked(self, text: str, marks: list[int]) -> tuple[str, list[int]]:
+        """``text`` scrubbed, and ``marks`` (places in it, in characters) moved to the same
+        places of the scrubbed text; a mark inside a secret goes after its label."""
+        if not text or not marks:
+            return self.scrub(text), marks
         spans = self._compiled().spans(text)
-        if not spans:
-            return text
-        pieces: list[str] = []
-        done = 0
-        for start, end, label in spans:
-            pieces += (text[done:start], label)
-            done = end
-        pieces.append(text[done:])
-        return "".join(pieces)
+        starts = [start for start, _, _ in spans]
+        grown = (len(label) - (end - start) for start, end, label in spans)
+        shifts = list(itertools.accumulate(grown))  # how much longer the text is after each
+        moved = []
+        for mark in marks:
+            before = bisect.bisect_left(starts, mark)  # the spans that start before the mark
+            if before:
+                mark = max(mark, spans[before - 1][1]) + shifts[before - 1]
+            moved.append(mark)
+        return _replaced(text, spans), moved
 
     def scrub_data(self, data: Any) -> Any:
         """Strings anywhere in nested lists and dicts (keys too) scrubbed; the rest as is."""
@@ -165,6 +175,11 @@ class StreamScrubber:
         self._pending = text[cut:]
         return "".join(pieces)
 
+    @property
+    def held_chars(self) -> int:
+        """How many characters fed so far are held back (not passed on yet)."""
+        return len(self._pending)
+
     def flush(self, *, cut: bool = False) -> str:
         """What is still held back, scrubbed (the stream ended). With ``cut``, the stream was
         cut short here (more followed that is not shown): what could begin a secret goes."""
@@ -172,6 +187,19 @@ class StreamScrubber:
         if cut:
             text = self._scrubber.trim_cut(text, "")[0]
         return self._scrubber.scrub(text)
+
+
+def _replaced(text: str, spans: list[Span]) -> str:
+    """``text`` with each span replaced by its label."""
+    if not spans:
+        return text
+    pieces: list[str] = []
+    done = 0
+    for start, end, label in spans:
+        pieces += (text[done:start], label)
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def map_strings(data: Any, function: Callable[[str], str]) -> Any:

@@ -99,6 +99,12 @@ class Cell(BaseModel):
         description="The rich forms of the result (a mime bundle without text/plain, which is "
         "`result`), e.g. a DataFrame's {'text/html': ...}; {} when it has none."
     )
+    outputs_at: list[list[int]] = Field(
+        default_factory=list,
+        description="Where each of `outputs` came among the text: [stdout, stderr], how many "
+        "characters of each were written before it (one per output). [] when that is not "
+        "known (an older record, outputs left out): show the outputs after the text.",
+    )
 
 
 class ProgressFrame(BaseModel):

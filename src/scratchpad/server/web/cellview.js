@@ -1,12 +1,14 @@
 // One cell on the page, from queued through running (live output in the order it came,
 // elapsed time, Cancel) to its recorded form. Live text keeps its head and a rolling tail in
 // a box of bounded height that follows the tail (unless scrolled back), so a chatty cell never
-// grows the page without bound; the recorded cell then shows head + tail with "show all".
+// grows the page without bound; the recorded cell then shows head + tail with "show all", its
+// stdout, stderr and displays in the order the cell made them (a cell the page did not watch
+// too: its record says where each display came), and its result in its richest form.
 
 import { highlight } from "./highlight.js";
 import { h, replace } from "./dom.js";
 import { duration, since } from "./format.js";
-import { errorBlock, longText, richOutput } from "./outputs.js";
+import { errorBlock, isRich, longText, richOutput } from "./outputs.js";
 
 const LIVE_KEEP = 32 * 1024;
 const MAX_BLOCKS = 200; // output blocks a running cell keeps (the first and the latest)
@@ -215,7 +217,7 @@ export class CellView {
     this.setState("done", cell.status || "ok");
     this.element.dataset.status = cell.status || "ok";
     this.clock.textContent = duration(cell.duration_s);
-    // seen whole while it ran: what it made stays in the order it came, else grouped by kind
+    // seen whole while it ran: what it made stays as it came, else in the order its record gives
     const flow = this.flow?.holds(cell) ? this.flow : null;
     replace(this.body, ...recorded(this.pad, cell, flow));
   }
@@ -235,17 +237,17 @@ export class CellView {
 /** The recorded cell's parts; `flow`: its outputs as they came, when the page saw them all. */
 function recorded(pad, cell, flow = null) {
   const parts = [];
-  const text = (field, className) =>
-    cell[field] ? parts.push(longText(pad, cell.id, field, cell[field], className)) : null;
   if (flow) {
     if (flow.blocks.length) parts.push(flow.element);
   } else {
-    text("stdout", "stream stdout");
-    text("stderr", "stream stderr");
-    for (const bundle of cell.outputs || []) parts.push(richOutput(bundle));
+    parts.push(...inOrder(pad, cell));
   }
-  if (cell.result !== null && cell.result !== undefined && cell.result !== "") {
-    parts.push(h("div", { class: "result" }, h("span", { class: "out-label" }, "Out"), longText(pad, cell.id, "result", cell.result, "result-text")));
+  const rich = isRich(cell.result_data);
+  if (rich || (cell.result !== null && cell.result !== undefined && cell.result !== "")) {
+    const shown = rich
+      ? richOutput({ ...cell.result_data, "text/plain": cell.result || "" })
+      : longText(pad, cell.id, "result", cell.result, "result-text");
+    parts.push(h("div", { class: "result" }, h("span", { class: "out-label" }, "Out"), shown));
   }
   if (cell.error) parts.push(errorBlock(pad, cell.id, cell.error, cell.status));
   if (cell.logs) {
@@ -253,4 +255,56 @@ function recorded(pad, cell, flow = null) {
     parts.push(h("details", { class: "logs" }, h("summary", {}, `Log (${lines} lines)`), h("pre", {}, cell.logs)));
   }
   return parts;
+}
+
+const STREAMS = ["stdout", "stderr"];
+
+/**
+ * A recorded cell's stdout, stderr and displays in the order it made them: `outputs_at`
+ * gives, per display, how many characters (code points) of each stream came before it. A
+ * record without it shows them grouped by kind: stdout, stderr, then the displays.
+ */
+function inOrder(pad, cell) {
+  const outputs = cell.outputs || [];
+  const known = Array.isArray(cell.outputs_at) && cell.outputs_at.length === outputs.length;
+  const streams = STREAMS.map((name, i) => {
+    const text = cell[name] || "";
+    const total = codePoints(text);
+    const places = outputs.map((_, n) => (known ? Math.min(Number(cell.outputs_at[n]?.[i]) || 0, total) : total));
+    const points = [0, ...places, total]; // where each piece ends, before each display and at the end
+    return { name, text, total, points, units: unitIndexes(text, points), last: 0 };
+  });
+  const parts = [];
+  for (let n = 1; n <= outputs.length + 1; n += 1) {
+    for (const stream of streams) {
+      const { name, text, total, points, units, last } = stream;
+      if (units[n] <= units[last]) continue;
+      const whole = points[last] === 0 && points[n] === total; // then "show all" reads the field
+      const span = whole ? null : { start: points[last], end: points[n], total };
+      parts.push(longText(pad, cell.id, name, text.slice(units[last], units[n]), `stream ${name}`, span));
+      stream.last = n;
+    }
+    if (n <= outputs.length) parts.push(richOutput(outputs[n - 1]));
+  }
+  return parts;
+}
+
+/** The number of code points of `text` (what the server counts). */
+function codePoints(text) {
+  const pairs = text.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g);
+  return text.length - (pairs ? pairs.length : 0);
+}
+
+/** The UTF-16 index of each code point offset in `places` (in order), at most the end. */
+function unitIndexes(text, places) {
+  if (!/[\uD800-\uDFFF]/.test(text)) return places.map((place) => Math.min(place, text.length));
+  let unit = 0;
+  let point = 0;
+  return places.map((place) => {
+    for (; point < place && unit < text.length; point += 1) {
+      const code = text.charCodeAt(unit);
+      unit += code >= 0xd800 && code < 0xdc00 && unit + 1 < text.length ? 2 : 1;
+    }
+    return unit;
+  });
 }

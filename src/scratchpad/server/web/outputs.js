@@ -13,8 +13,10 @@ const SLICE = 256 * 1024; // characters read per request by "show all"
 /**
  * A <pre> of `text`; past 2 × KEEP characters only its head and tail with a "show all"
  * button that reads the whole field of the stored cell in slices ("show less" folds it again).
+ * `span`: the text is the part of the field from code point `start` to `end` of a field of
+ * `total` code points (a piece of stdout between two displays); "show all" reads that part.
  */
-export function longText(pad, cellId, field, text, className) {
+export function longText(pad, cellId, field, text, className, span = null) {
   const pre = h("pre", { class: className });
   if (text.length <= 2 * KEEP) {
     pre.textContent = text;
@@ -31,27 +33,32 @@ export function longText(pad, cellId, field, text, className) {
   const less = h("button", { type: "button", class: "link show-less", onclick: fold }, "show less");
   const unfold = () => pre.replaceChildren(h("span", { class: "cut fold" }, less, "\n"), whole);
   more.addEventListener("click", async () => {
-    if (!whole) whole = await readAll(more, pad, cellId, field, text);
+    if (!whole) whole = await readAll(more, pad, cellId, field, text, span);
     if (whole) unfold();
   });
   fold();
   return pre;
 }
 
-/** The whole field as a text node, read in slices; null (the button says why) on failure. */
-async function readAll(button, pad, cellId, field, known) {
+/**
+ * The whole field (or its `span`) as a text node, read in slices; null (the button says why)
+ * on failure. Offsets count code points, as the server does.
+ */
+async function readAll(button, pad, cellId, field, known, span) {
   const label = button.textContent;
   button.disabled = true;
   button.textContent = "loading…";
   const whole = document.createTextNode("");
   try {
-    let offset = 0;
+    let offset = span ? span.start : 0;
     for (;;) {
-      const url = `${padPath(pad)}/cells/${encodeURIComponent(cellId)}/text?field=${field}&offset=${offset}&length=${SLICE}`;
+      const length = span ? Math.min(SLICE, span.end - offset) : SLICE;
+      const url = `${padPath(pad)}/cells/${encodeURIComponent(cellId)}/text?field=${field}&offset=${offset}&length=${length}`;
       const slice = await getJSON(url);
+      if (span && slice.total !== span.total) return document.createTextNode(known); // the page's copy was cut
       whole.appendData(slice.text);
-      offset += slice.text.length;
-      if (!slice.text.length || offset >= slice.total) break;
+      offset += slice.length;
+      if (!slice.length || offset >= (span ? span.end : slice.total)) break;
     }
   } catch (error) {
     if (error.status === 404 && !whole.length) return document.createTextNode(known); // no slices here
@@ -84,6 +91,12 @@ export function errorBlock(pad, cellId, text, status = "error") {
 }
 
 const IMAGES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+const RICH = [...IMAGES, "image/svg+xml", "text/html", "text/markdown", "text/latex", "application/json"];
+
+/** Whether a mime bundle has a form richer than its text the page can show. */
+export function isRich(bundle) {
+  return Boolean(bundle) && RICH.some((mime) => bundle[mime] !== undefined && bundle[mime] !== null);
+}
 
 /** One mime bundle as an element, the richest kind the page can show safely. */
 export function richOutput(bundle) {
