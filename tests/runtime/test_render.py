@@ -137,3 +137,29 @@ def test_a_fold_note_is_a_markdown_cell_without_a_number() -> None:
     assert "30 earlier cell(s)" in notebook["cells"][0]["source"]
     assert notebook["cells"][1]["execution_count"] == 31
     assert "--- history folded" in render.view("p", [note], keep=5)
+
+
+def test_an_error_is_named_by_its_exception_not_by_the_note_after_it() -> None:
+    from scratchpad.runtime.inkernel import sandbox, worker
+
+    try:
+        compile("!ls", "<cell 4>", "exec")
+    except SyntaxError as exc:
+        parsed = exc
+    syntax = '  File "<cell 4>", line 1\n    !ls\n    ^\nSyntaxError: invalid syntax\n'
+    refused = TRACEBACK.replace("ZeroDivisionError: division by zero", "PermissionError: x")
+    cells = [
+        Cell(code="!ls", status="error", error=syntax + worker.ipython_note(parsed)),
+        Cell(code="open('/x', 'w')", status="error", error=refused + sandbox.NOTE),
+    ]
+    assert worker.ipython_note(parsed)  # the note the kernel adds
+    dump = render.dump("p", cells)
+    assert "**Error:** `SyntaxError: invalid syntax`" in dump
+    assert "**Error:** `PermissionError: x`" in dump
+    notebook = render.to_ipynb("p", cells)
+    errors = [cell["outputs"][-1] for cell in notebook["cells"]]
+    assert [(out["ename"], out["evalue"]) for out in errors] == [
+        ("SyntaxError", "invalid syntax"),
+        ("PermissionError", "x"),
+    ]
+    assert "Note: " in errors[0]["traceback"][-1]  # the hint stays in the traceback

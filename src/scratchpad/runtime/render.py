@@ -193,9 +193,16 @@ def describe_output(bundle: dict[str, Any]) -> str:
     return f"{mimes}: {_cut_chars(text, 200)}" if text else mimes
 
 
+KERNEL_NOTE = "Note: "  # how the kernel's hints after a traceback begin (IPython lines, sandbox)
+
+
 def last_error_line(error: str) -> str:
-    lines = [line for line in error.strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else ""
+    """The exception's own line (``ZeroDivisionError: division by zero``), past the notes the
+    kernel adds after a traceback."""
+    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+    while len(lines) > 1 and lines[-1].startswith(KERNEL_NOTE):
+        lines.pop()
+    return lines[-1] if lines else ""
 
 
 def _first_line(code: str) -> str:
