@@ -163,3 +163,13 @@ def test_an_error_is_named_by_its_exception_not_by_the_note_after_it() -> None:
         ("PermissionError", "x"),
     ]
     assert "Note: " in errors[0]["traceback"][-1]  # the hint stays in the traceback
+
+
+def test_dump_heads_a_stopped_cell_with_why_it_stopped() -> None:
+    stopped = "Cell timed out after 2s (interrupted; variables are kept).\n" + TRACEBACK.replace(
+        "ZeroDivisionError: division by zero", "KeyboardInterrupt"
+    )
+    cells = [Cell(code="sleep()", status="timeout", error=stopped), *sample_cells()[1:2]]
+    dump = render.dump("p", cells)
+    assert "**Error:** `Cell timed out after 2s (interrupted; variables are kept).`" in dump
+    assert "**Error:** `ZeroDivisionError: division by zero`" in dump  # an error: its exception
