@@ -57,6 +57,14 @@ def test_cells_are_shown_with_their_number_and_exec_takes_an_id() -> None:
     assert code == 2 and "cell id 'no spaces' is not allowed" in err
 
 
+def test_exec_shows_what_the_cell_logged_and_each_progress_message_once() -> None:
+    code = "import logging\nprogress('step 1')\nlogging.warning('careful: %s', 'x')\nprint('done')"
+    status, out, err = invoke("exec", "main", code)
+    assert status == 0 and "done" in out
+    assert "WARNING root: careful: x" in err  # in the cell's logs, and on the terminal
+    assert err.count("step 1") == 1  # shown live, not again with the logs
+
+
 def test_view_dump_ls_and_rm(tmp_path: Path) -> None:
     invoke("exec", "notes", "-d", "first cell", "print('kept on disk')")
     code, out, _ = invoke("view", "notes")

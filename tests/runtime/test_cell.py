@@ -76,3 +76,21 @@ def test_a_fitted_cell_cuts_each_field_once_and_counts_every_character() -> None
         assert len(notes) <= 1
         cut = int(notes[0]) if notes else 0
         assert fitted[field].count(whole[0]) + cut == len(whole)
+
+
+def test_a_fitted_cell_shares_its_room_among_its_long_fields() -> None:
+    cell = Cell("x", stdout="q" * 131_074, stderr="z" * 200_001, result="r" * 100_000)
+    fitted = fit_cell(cell.to_dict(), 60 * 1024, "(cut)")
+    assert encoded_size(fitted) <= 60 * 1024
+    whole = cell.to_dict()
+    kept = {field: fitted[field].count(whole[field][0]) for field in ("stdout", "stderr", "result")}
+    assert min(kept.values()) > 15_000, kept  # each keeps a head and tail, none starves
+
+
+def test_a_fitted_cell_counts_what_an_earlier_cut_took_too() -> None:
+    recorded = "c" * 50_000 + "\n[... 200002 characters omitted ...]\n" + "c" * 50_000
+    fitted = fit_cell(Cell("x", result=recorded).to_dict(), 60 * 1024, "(cut)")
+    notes = re.findall(r"\[\.\.\. (\d+) characters (?:omitted|cut)", fitted["result"])
+    assert len(notes) == 1  # one note: the earlier one went with the middle
+    kept = sum(map(len, re.findall("c{100,}", fitted["result"])))
+    assert kept + int(notes[0]) == 300_002

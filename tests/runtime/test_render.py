@@ -137,3 +137,39 @@ def test_a_fold_note_is_a_markdown_cell_without_a_number() -> None:
     assert "30 earlier cell(s)" in notebook["cells"][0]["source"]
     assert notebook["cells"][1]["execution_count"] == 31
     assert "--- history folded" in render.view("p", [note], keep=5)
+
+
+def test_an_error_is_named_by_its_exception_not_by_the_note_after_it() -> None:
+    from scratchpad.runtime.inkernel import sandbox, worker
+
+    try:
+        compile("!ls", "<cell 4>", "exec")
+    except SyntaxError as exc:
+        parsed = exc
+    syntax = '  File "<cell 4>", line 1\n    !ls\n    ^\nSyntaxError: invalid syntax\n'
+    refused = TRACEBACK.replace("ZeroDivisionError: division by zero", "PermissionError: x")
+    cells = [
+        Cell(code="!ls", status="error", error=syntax + worker.ipython_note(parsed)),
+        Cell(code="open('/x', 'w')", status="error", error=refused + sandbox.NOTE),
+    ]
+    assert worker.ipython_note(parsed)  # the note the kernel adds
+    dump = render.dump("p", cells)
+    assert "**Error:** `SyntaxError: invalid syntax`" in dump
+    assert "**Error:** `PermissionError: x`" in dump
+    notebook = render.to_ipynb("p", cells)
+    errors = [cell["outputs"][-1] for cell in notebook["cells"]]
+    assert [(out["ename"], out["evalue"]) for out in errors] == [
+        ("SyntaxError", "invalid syntax"),
+        ("PermissionError", "x"),
+    ]
+    assert "Note: " in errors[0]["traceback"][-1]  # the hint stays in the traceback
+
+
+def test_dump_heads_a_stopped_cell_with_why_it_stopped() -> None:
+    stopped = "Cell timed out after 2s (interrupted; variables are kept).\n" + TRACEBACK.replace(
+        "ZeroDivisionError: division by zero", "KeyboardInterrupt"
+    )
+    cells = [Cell(code="sleep()", status="timeout", error=stopped), *sample_cells()[1:2]]
+    dump = render.dump("p", cells)
+    assert "**Error:** `Cell timed out after 2s (interrupted; variables are kept).`" in dump
+    assert "**Error:** `ZeroDivisionError: division by zero`" in dump  # an error: its exception

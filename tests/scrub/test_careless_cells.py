@@ -211,7 +211,7 @@ async def test_no_careless_cell_leaks_through_a_real_server(tmp_path: Path) -> N
     assert not found, "\n".join(f"{form} leaked to {where}" for form, where in found.items())
     assert png_problems(sinks) == []
     assert all(PNG_BASE64.search(sinks[sink]) for sink in ("sse", "feed", "notebook"))
-    assert sinks["statuses"] == "400 404"  # a secret as a cell id is refused
+    assert sinks["statuses"] == "400 400"  # a secret as a cell id is refused, run or looked up
 
 
 async def talk_to(http: httpx.AsyncClient) -> dict[str, str]:

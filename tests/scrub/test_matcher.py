@@ -50,6 +50,19 @@ def test_unknown_key_shapes_are_redacted_but_not_inside_longer_words() -> None:
     assert scrub.scrub("task-sk-" + "a" * 30) == "task-sk-" + "a" * 30
 
 
+def test_a_known_value_shaped_like_a_key_is_named_by_its_variable() -> None:
+    scrub = Scrubber()
+    for number, key in enumerate(UNKNOWN_KEYS):
+        scrub.add(key, f"DS_API_{number}__KEY")
+    for number, key in enumerate(UNKNOWN_KEYS):
+        for form in printed_forms(key):
+            out = scrub.scrub(f"key={form};")
+            assert f"[DS_API_{number}__KEY]" in out and REDACTED not in out, (form, out)
+    stream = scrub.stream()  # as a cell's stdout scrubs it
+    streamed = stream.feed(f"key={UNKNOWN_KEYS[0]}\n") + stream.flush()
+    assert streamed == "key=[DS_API_0__KEY]\n"
+
+
 def test_ordinary_text_is_left_alone() -> None:
     scrub = known()
     for line in CONTROL_LINES:

@@ -63,6 +63,11 @@ def test_the_document_states_the_constraints_the_server_enforces(tmp_path: Path)
                     ("/scratchpad/cancel", {"name": "p", "id": bad_id}),
                 ):
                     assert http.post(path, json=body).status_code == 400, (path, bad_id)
+                for path in (f"/v1/pads/p/cells/{bad_id}", f"/v1/pads/p/cells/{bad_id}/text"):
+                    refused = http.get(path)
+                    assert refused.status_code == 400, (path, refused.text)
+                    assert "1-64 letters" in refused.json()["error"]
+            assert http.get("/v1/pads/p/cells/no-such").status_code == 404  # well formed
 
 
 def _events(lines: Iterable[str], count: int | None = None) -> list[dict[str, str]]:

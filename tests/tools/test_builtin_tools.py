@@ -274,3 +274,17 @@ async def test_what_a_cell_displayed_is_in_the_tool_text(setup: Any) -> None:
     assert text.startswith(shown)
     assert "[a display of 5242882 bytes (text/plain) was dropped: over the cap]" in text
     assert [type(block) for block in outcome.blocks()] == [TextBlock, ImageBlock]
+
+
+async def test_reading_or_resetting_a_pad_that_does_not_exist_makes_none(
+    setup: Any, manager: ScratchpadManager
+) -> None:
+    registry, context, _ = setup
+    viewed = await run(registry, context, action="view", name="typo")
+    dumped = await run(registry, context, action="dump", name="typo")
+    reset = await run(registry, context, action="reset", name="typo")
+    for answer in (viewed, dumped, reset):  # as the CLI answers them
+        assert not answer.ok and "no pad named 'typo'" in answer.text
+    assert "running a cell" in viewed.text and "nothing to reset" in reset.text
+    assert not await manager.has_pad("typo")  # a look, or a typo, starts nothing
+    assert [pad.name for pad in await manager.list_pads()] == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import Counter
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -116,10 +117,13 @@ class LiveCell:
 
     def __init__(self) -> None:
         self._streamed: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self._progress: list[str] = []
 
     def event(self, item: StreamItem) -> None:
         if isinstance(item, OutputEvent):
             self._streamed[item.stream].append(item.text)
+        elif isinstance(item, ProgressEvent):
+            self._progress.append(item.message)
         show_event(item)
 
     def end(self, cell: Cell) -> None:
@@ -130,7 +134,23 @@ class LiveCell:
             rest = unseen_rest(stored, "".join(self._streamed[name]))
             if rest:
                 _write(stream, rest if rest.endswith("\n") else rest + "\n")
+        logged = unseen_logs(cell.logs, self._progress)
+        if logged:
+            err_console.print(f"[dim]\\[logs] {shown(logged)}[/dim]")
         show_cell_end(cell)
+
+
+def unseen_logs(logs: str, shown_progress: list[str]) -> str:
+    """The lines of a cell's logs the terminal has not shown: its ``logging`` records and the
+    runtime's notes, not the progress messages that streamed (each passed over once)."""
+    left = Counter(line for message in shown_progress for line in message.splitlines())
+    rest = []
+    for line in logs.splitlines():
+        if left[line] > 0:
+            left[line] -= 1
+        else:
+            rest.append(line)
+    return "\n".join(rest).strip("\n")
 
 
 def unseen_rest(stored: str, streamed: str) -> str:

@@ -13,6 +13,7 @@ import re
 import sys
 
 from scratchpad.runtime.cell import Cell
+from scratchpad.runtime.render import last_error_line
 
 # Import names whose distribution has another name (the same name needs no entry).
 PACKAGES = {
@@ -55,8 +56,7 @@ def missing_module(cell: Cell) -> str | None:
     """The module a failed cell could not import (the last line of its traceback), if any."""
     if cell.status != "error" or not cell.error:
         return None
-    lines = cell.error.rstrip().splitlines()
-    found = _MISSING.match(lines[-1]) if lines else None
+    found = _MISSING.match(last_error_line(cell.error))
     return found.group(1) if found else None
 
 

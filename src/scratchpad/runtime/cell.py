@@ -307,9 +307,9 @@ def _outputs_chars(outputs: list[dict[str, Any]]) -> int:
 
 def fit_cell(cell: dict[str, Any], limit: int, why: str | Callable[[str], str]) -> dict[str, Any]:
     """A copy of the cell (as JSON data) whose encoding takes at most about ``limit`` bytes:
-    outputs left out and long fields cut to their head and tail. Each field is cut once, from
-    its whole text, so its note counts every character that went; ``why`` (or ``why(field)``)
-    ends the note, e.g. where the whole text is."""
+    outputs left out and long fields cut to their head and tail, sharing the room. Each field
+    is cut once, from its whole text, so its note counts every character that went (an earlier
+    cut's too); ``why`` (or ``why(field)``) ends the note, e.g. where the whole text is."""
     if rough_chars(cell) <= limit and encoded_size(cell) <= limit:
         return cell
     note = why if callable(why) else lambda field: why
@@ -324,7 +324,7 @@ def fit_cell(cell: dict[str, Any], limit: int, why: str | Callable[[str], str]) 
     if bundle_size(rich) > limit // 4 or encoded_size(rich) > limit // 4:
         cell["result_data"] = {}  # the result's text stays
     whole = {f: cell[f] for f in FITTED_FIELDS if isinstance(cell.get(f), str)}
-    keep = {f: min(len(text), limit) for f, text in whole.items()}  # none longer than it all
+    keep = _shares({f: len(text) for f, text in whole.items()}, limit)
     for name in whole:
         cell[name] = _cut(whole[name], keep[name], note(name))
     for _ in range(100):
@@ -367,11 +367,35 @@ def _cut_places(
     return moved
 
 
+def _shares(sizes: dict[str, int], limit: int) -> dict[str, int]:
+    """How many characters each field keeps so that they fill about ``limit`` together: an
+    even share each, what a short field leaves over going to the longer ones."""
+    keep = dict(sizes)
+    room = limit
+    for count, name in enumerate(sorted(sizes, key=sizes.__getitem__)):
+        share = room // (len(sizes) - count)
+        keep[name] = min(sizes[name], share)
+        room -= keep[name]
+    return keep
+
+
+EARLIER_CUT = re.compile(r"\n\[\.\.\. (\d+) characters (?:omitted|cut)[^\n\]]* \.\.\.\]\n")
+
+
 def _cut(text: str, keep: int, why: str) -> str:
     """``text`` as its head and tail, ``keep`` characters in all, around a note counting
-    what went (``text`` is whole: the count is true)."""
+    what went: the characters of the middle, and those that an earlier cut's note in it
+    (the kernel's, a history's) stood for."""
     if len(text) <= keep:
         return text
     half = keep // 2
-    note = f"\n[... {len(text) - 2 * half} characters cut {why} ...]\n"
-    return text[:half] + note + text[len(text) - half :]
+    start, end = half, len(text) - half
+    gone = end - start
+    for earlier in EARLIER_CUT.finditer(text):
+        if earlier.end() > start and earlier.start() < end:  # goes with the middle
+            start, end = min(start, earlier.start()), max(end, earlier.end())
+            gone = end - start
+    for earlier in EARLIER_CUT.finditer(text, start, end):
+        gone += int(earlier.group(1)) - len(earlier.group())
+    note = f"\n[... {gone} characters cut {why} ...]\n"
+    return text[:start] + note + text[end:]

@@ -84,7 +84,7 @@ def dump(name: str, cells: list[Cell]) -> str:
         if cell.result is not None:
             block.append(f"**Result:**\n```\n{_cut_lines(cell.result)}\n```")
         if cell.error:
-            block.append(f"**Error:** `{last_error_line(cell.error)}`")
+            block.append(f"**Error:** `{error_headline(cell)}`")
         if cell.outputs:
             block.append("**Outputs:** " + "; ".join(describe_output(o) for o in cell.outputs))
         if cell.logs.strip():
@@ -194,9 +194,25 @@ def describe_output(bundle: dict[str, Any]) -> str:
     return f"{mimes}: {_cut_chars(text, 200)}" if text else mimes
 
 
+def error_headline(cell: Cell) -> str:
+    """The line that says what happened, as the web UI heads it: a stopped cell's (timeout,
+    cancel, kill) first line says why it stopped; an error's is its exception's line."""
+    error = (cell.error or "").strip()
+    if cell.status != "error" and error:
+        return error.splitlines()[0].strip()
+    return last_error_line(error)
+
+
+KERNEL_NOTE = "Note: "  # how the kernel's hints after a traceback begin (IPython lines, sandbox)
+
+
 def last_error_line(error: str) -> str:
-    lines = [line for line in error.strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else ""
+    """The exception's own line (``ZeroDivisionError: division by zero``), past the notes the
+    kernel adds after a traceback."""
+    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+    while len(lines) > 1 and lines[-1].startswith(KERNEL_NOTE):
+        lines.pop()
+    return lines[-1] if lines else ""
 
 
 def _first_line(code: str) -> str:

@@ -75,6 +75,7 @@ class Patterns:
         self.window = max(longest + longest // 8, HELD_WORD_CHARS)  # line breaks inside
         self._lock = threading.Lock()
         self._partial: regex.Pattern[str] | None = None
+        self._literals_only: re.Pattern[str] | None = None  # known forms, no key shapes
         self._reverse: tuple[regex.Pattern[str], dict[str, list[str]]] | None = None
 
     def spans(self, text: str) -> list[Span]:
@@ -98,7 +99,9 @@ class Patterns:
         start, end = match.span()
         candidates = self.literals.get(match.group())
         if candidates is None:
-            return None if start and text[start - 1] in _KEY_CHARS else (start, end, REDACTED)
+            if start and text[start - 1] in _KEY_CHARS:
+                return None
+            return self._known_in(text, start, end) or (start, end, REDACTED)
         best = (start, end)
         label = ""
         for form, kind, skip in candidates:
@@ -114,6 +117,22 @@ class Patterns:
             if not label or span[1] - span[0] > best[1] - best[0]:
                 best, label = span, self.labels[form.text]
         return (best[0], best[1], label) if label else None
+
+    def _known_in(self, text: str, start: int, end: int) -> Span | None:
+        """A known secret within the key shape found at ``start:end`` (a vault's API key is
+        one): its label, over both spans, so it is named by its variable, not ``[REDACTED]``."""
+        if not self.literals:
+            return None
+        if self._literals_only is None:
+            self._literals_only = re.compile(trie_pattern(self.literals))
+        stop = min(len(text), end + self.window)
+        for match in self._literals_only.finditer(text, start, stop):
+            if match.start() >= end:
+                break
+            found = self._resolve(match, text)
+            if found is not None and found[0] < end and found[1] > start:
+                return min(start, found[0]), max(end, found[1]), found[2]
+        return None
 
     def open_end(self, text: str) -> int:
         """How many trailing characters of ``text`` could be the start of a secret: from the

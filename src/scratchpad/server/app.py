@@ -34,7 +34,6 @@ from scratchpad.connect.pending import PendingForms
 from scratchpad.connect.probe import stop_probes
 from scratchpad.errors import (
     InstallError,
-    PadNotFoundError,
     ScratchpadError,
 )
 from scratchpad.fsutil import NO_SPACE, disk_full
@@ -58,7 +57,7 @@ from scratchpad.server.housekeeping import housekeeping
 from scratchpad.server.login_routes import login_routes
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
 from scratchpad.server.openapi import answers, api_docs, attachment, sse
-from scratchpad.server.pad_feed_routes import pad_feed_routes
+from scratchpad.server.pad_feed_routes import pad_feed_routes, recorded_cell
 from scratchpad.server.schemas import (
     EXECUTE_FRAMES,
     CancelAnswer,
@@ -386,15 +385,8 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
 
     @app.get("/v1/pads/{name}/cells/{cell_id}", **answers(Cell, 400, 404))
     async def pad_cell(name: PadPath, cell_id: CellIdPath) -> Response:
-        name = segment_name(name)
-        cells = await manager.peek(name).load_cells()
-        for cell in reversed(cells):
-            if cell.id == cell_id:
-                return await _json(cell.to_dict)
-        raise PadNotFoundError(
-            f"pad {name!r} has no finished cell {cell_id!r} (it may still run, or was folded "
-            "away from a long history)"
-        )
+        cell = await recorded_cell(manager, segment_name(name), cell_id)
+        return await _json(cell.to_dict)
 
     markdown_answers = _export_answers(MARKDOWN, "text/markdown")
     notebook_answers = _export_answers(Notebook, IPYNB)

@@ -21,6 +21,7 @@ from fastapi import FastAPI, Query
 
 from scratchpad.errors import InvalidInputError, PadNotFoundError
 from scratchpad.padnames import url_component, validate_pad_name
+from scratchpad.runtime.base import check_cell_id
 from scratchpad.runtime.cell import Cell, fit_cell, rough_chars
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.padinfo import PadInfo
@@ -89,7 +90,7 @@ def pad_feed_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             )
         if offset < 0 or length < 0:
             raise InvalidInputError("offset and length count characters: give numbers >= 0")
-        cell = await _recorded(manager, segment_name(name), cell_id)
+        cell = await recorded_cell(manager, segment_name(name), cell_id)
         text = getattr(cell, field) or ""
         piece = text[offset : offset + min(length, MAX_SLICE)]
         return {
@@ -139,7 +140,10 @@ async def _fitted(name: str, cell: dict[str, Any]) -> dict[str, Any]:
     return await asyncio.to_thread(fit_cell, cell, FEED_CELL_BYTES, why)
 
 
-async def _recorded(manager: ScratchpadManager, name: str, cell_id: str) -> Cell:
+async def recorded_cell(manager: ScratchpadManager, name: str, cell_id: str) -> Cell:
+    """Pad ``name``'s recorded cell ``cell_id``: a 400 for an id no cell can have, a 404 for
+    one it has not (yet, or any more)."""
+    check_cell_id(cell_id)
     cells = await manager.peek(name).load_cells()
     for cell in reversed(cells):
         if cell.id == cell_id:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 from scratchpad.errors import InvalidInputError, PadNotFoundError, ScratchpadError
 from scratchpad.padnames import MAX_NAME_CHARS, validate_pad_name
@@ -157,6 +157,8 @@ async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, A
     if action == "remove":
         await manager.remove(name)
         return f"Pad {name!r} removed (its environment and packages are gone)."
+    if action in ("view", "dump", "reset") and not await manager.has_pad(name):
+        _absent(name, action)  # a look, or a typo, starts no pad
     pad = await manager.get_or_create(name)
     if action in ("view", "dump"):
         await pad.load_cells()  # where the pad keeps them (a pad server's: every client's)
@@ -168,6 +170,13 @@ async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, A
     packages = tool_input.get("packages") or []
     output = await pad.install_packages(packages)
     return f"Installed into {name!r}:\n{output or 'nothing to do'}"
+
+
+def _absent(name: str, action: str) -> NoReturn:
+    """View, dump or reset of a pad that does not exist: an error, as in the CLI (none made)."""
+    if action == "reset":
+        raise PadNotFoundError(f"no pad named {name!r}; there is nothing to reset")
+    raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it (exec)")
 
 
 async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, Any]) -> Any:
