@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -19,9 +20,12 @@ EMPTY = {"string": "", "number": 0, "integer": 0, "array": [], "boolean": False}
 
 
 def strict_arguments(schema: dict[str, Any], **chosen: Any) -> dict[str, Any]:
-    """Every property of ``schema``: the chosen values, the empty one of its type else."""
+    """Every property of ``schema``: the chosen values, the empty one of its type else; what a
+    model held to the schema can send, so it must be valid (a client may check it)."""
     properties: dict[str, dict[str, Any]] = schema["properties"]
-    return {key: chosen.get(key, EMPTY[spec["type"]]) for key, spec in properties.items()}
+    arguments = {key: chosen.get(key, EMPTY[spec["type"]]) for key, spec in properties.items()}
+    Draft202012Validator(schema).validate(arguments)
+    return arguments
 
 
 async def test_a_strict_client_drives_a_pad(tmp_path: Path) -> None:

@@ -63,7 +63,6 @@ INPUT_SCHEMA: dict[str, Any] = {
         "action": {"type": "string", "enum": ACTIONS, "description": ACTION_HELP},
         "name": {
             "type": "string",
-            "minLength": 1,
             "maxLength": MAX_NAME_CHARS,
             "description": NAME_HELP,
         },
@@ -81,9 +80,9 @@ INPUT_SCHEMA: dict[str, Any] = {
         },
         "timeout_s": {
             "type": "number",
-            "exclusiveMinimum": 0,
+            "minimum": 0,
             "description": "exec: a hard limit in seconds for this cell, used instead of the "
-            "estimate's (it may be short; at most the server's maximum).",
+            "estimate's (it may be short; at most the server's maximum); 0: none.",
         },
         "cell_id": {
             "type": "string",
