@@ -97,6 +97,21 @@ def test_view_and_dump_show_each_cell_by_its_own_number() -> None:
     assert "## [31] step 31" in dump and "## [40] step 40" in dump and "## [1]" not in dump
 
 
+def test_cells_are_shown_in_the_order_they_were_queued_not_the_order_they_ended() -> None:
+    """Cell 2 was cancelled while queued behind cell 1, so it was recorded first."""
+    fold = Cell(code="", description="folded history", number=0)
+    cells = [fold, *(Cell(code=str(n), description=f"step {n}", number=n) for n in (1, 3, 2, 4))]
+    text = render.view("p", cells, keep=10)
+    assert [text.index(f"[{n}] step {n}") for n in (1, 2, 3, 4)] == sorted(
+        text.index(f"[{n}] step {n}") for n in (1, 2, 3, 4)
+    )
+    dump = render.dump("p", cells)
+    assert dump.index("## [2] ") < dump.index("## [3] ")
+    counts = [cell["execution_count"] for cell in render.to_ipynb("p", cells)["cells"][1:]]
+    assert counts == [1, 2, 3, 4]
+    assert render.in_queue_order([*cells[1:], fold])[-1] is fold  # a note stays where it was
+
+
 def test_notebook_counts_are_the_cells_numbers_and_its_ids_the_cells_ids() -> None:
     cells = numbered(7, 3)
     notebook = render.to_ipynb("p", cells)

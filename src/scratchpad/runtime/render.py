@@ -36,12 +36,24 @@ def compact_cells(cells: list[Cell], keep: int) -> list[Cell]:
     return [summary, *cells[-keep:]]
 
 
+def in_queue_order(cells: list[Cell]) -> list[Cell]:
+    """The cells by number, as they were queued (a pad records a cell when it ends, so a
+    queued cell cancelled while another ran comes first); a cell without a number (a note of
+    folded history) stays after the cell it followed."""
+    last = 0
+    keys = []
+    for place, cell in enumerate(cells):
+        last = cell.number or last
+        keys.append((last, place))
+    return [cell for _, cell in sorted(zip(keys, cells, strict=True), key=lambda pair: pair[0])]
+
+
 def view(name: str, cells: list[Cell], keep: int) -> str:
     """Plain text of every cell with its output, older cells compacted (for an LLM)."""
     if not cells:
         return f"Pad '{name}' has no cells yet."
     parts = [f"Pad '{name}': {len(cells)} cells"]
-    for cell in compact_cells(cells, keep):
+    for cell in compact_cells(in_queue_order(cells), keep):
         parts.append(_view_cell(cell))
     return "\n\n".join(parts)
 
@@ -72,7 +84,7 @@ def dump(name: str, cells: list[Cell]) -> str:
     parts = [f"# Pad `{name}`"]
     if not cells:
         parts.append("_No cells yet._")
-    for cell in cells:
+    for cell in in_queue_order(cells):
         heading = f"## {_label(cell)}{cell.description or 'Cell'}"
         meta = f"_status: {cell.status} · {cell.duration_s:.2f}s_"
         if cell.estimated_time:
@@ -111,6 +123,7 @@ def to_ipynb(name: str, cells: list[Cell]) -> dict[str, Any]:
             "scratchpad": {"pad": name},
         }
     )
+    cells = in_queue_order(cells)
     for cell, cell_id in zip(cells, notebook_ids(cells), strict=True):
         if not cell.number and not cell.code.strip():  # a note standing for other cells
             note = f"_{cell.description}_: {cell.stdout.strip()}".strip()
