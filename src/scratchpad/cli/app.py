@@ -501,8 +501,10 @@ def chat(
     ] = None,
     pad: Annotated[str, typer.Option(help="The pad the model works in.")] = "main",
 ) -> None:
-    """Chat with a model that runs code in a pad (Ctrl-C stops a running cell); exit 1 when
-    a turn failed."""
+    """Chat with a model that runs code in a pad (Ctrl-C stops a running cell).
+
+    Exits 1 when a turn failed.
+    """
     from scratchpad.cli.chat import run_chat
 
     if not run(lambda manager: run_chat(manager, model, pad)):
