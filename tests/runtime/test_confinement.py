@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
+import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -142,6 +145,46 @@ async def test_the_home_is_hidden_not_merely_refused(manager: ScratchpadManager)
         f"sorted(os.listdir({str(home / 'pads')!r})), os.path.exists({str(home / 'vault')!r}))"
     )
     assert cell.result == "(['pads'], ['main'], False)", cell.error
+
+
+@pytest.fixture
+def runtime_dir() -> Iterator[Path]:
+    """A directory where a pad would see it (a pad's /tmp is its own), removed after."""
+    path = Path(tempfile.mkdtemp(prefix="scratchpad-run-user-", dir="/var/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+async def test_the_users_agent_sockets_are_out_of_reach(
+    manager: ScratchpadManager, runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ssh-agent or D-Bus socket in the user's runtime directory: Landlock cannot refuse a
+    connect, so the pad's view hides the directory."""
+    if not namespaces_work(manager.settings):
+        pytest.skip("hiding the runtime directory needs mount namespaces")
+    agent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    agent.bind(str(runtime_dir / "ssh-agent.sock"))
+    agent.listen(1)
+    # as the server's own user would have it (a root server's pads run as another user, whom
+    # the modes would stop anyway): the hiding is what keeps the pad out
+    runtime_dir.chmod(0o755)
+    (runtime_dir / "ssh-agent.sock").chmod(0o777)
+    monkeypatch.setattr(sandboxing, "USER_RUNTIME_DIRS", (runtime_dir,))
+    pad = await manager.get_or_create("main")
+    try:
+        cell = await pad.execute(
+            "import os, socket\n"
+            f"seen = os.path.exists({str(runtime_dir)!r}) and os.listdir({str(runtime_dir)!r})\n"
+            "s = socket.socket(socket.AF_UNIX)\n"
+            f"try:\n    s.connect({str(runtime_dir / 'ssh-agent.sock')!r}); reached = True\n"
+            "except OSError:\n    reached = False\n"
+            "(seen, reached)"
+        )
+    finally:
+        agent.close()
+    assert cell.result == "([], False)", cell.error
 
 
 # -- 5. no process of a pad outlives its kernel ----------------------------------------------------

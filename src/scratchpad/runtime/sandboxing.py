@@ -168,7 +168,18 @@ class PadPaths:
         return rules
 
     def hidden(self) -> list[Path]:
-        return [_real(self.home), *map(_real, self.guarded)]
+        return [_real(self.home), *map(_real, self.guarded), *USER_RUNTIME_DIRS]
+
+
+def user_runtime_dirs() -> tuple[Path, ...]:
+    """The server user's runtime directory (``XDG_RUNTIME_DIR``, ``/run/user/<uid>``): the
+    sockets of their ssh-agent, D-Bus session and keyring live there, and Landlock cannot
+    refuse a ``connect`` to a socket, so a pad's view hides the directory instead."""
+    found = {os.environ.get("XDG_RUNTIME_DIR") or "", f"/run/user/{os.getuid()}"}
+    return tuple(sorted({_real(Path(path)) for path in found if path and os.path.isdir(path)}))
+
+
+USER_RUNTIME_DIRS = user_runtime_dirs()  # read once, as the server's own paths are
 
 
 def server_paths() -> tuple[Path, ...]:
