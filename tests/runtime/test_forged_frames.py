@@ -190,6 +190,19 @@ async def test_a_display_too_big_for_a_frame_becomes_a_note(
         await assert_healthy(pad)
 
 
+async def test_a_forged_result_note_stays_within_the_cap_of_a_message(
+    pad: ScratchpadRuntime,
+) -> None:
+    """A ``result`` frame's ``text/plain`` is the kernel's note of a form it dropped: one
+    forged with 8 MiB of it adds one message-sized line to the cell's logs, not 8 MiB."""
+    note = encode({"type": "result", "id": "r1", "data": {"text/plain": "N" * (8 * MIB)}})
+    cell = await pad.execute(forge(note) + "'x'", cell_id="r1")
+    assert (cell.status, cell.result) == ("ok", "'x'"), cell.error
+    assert cell.logs.startswith("result: NNN")
+    assert len(cell.logs) < 5_000
+    await assert_healthy(pad)
+
+
 async def test_large_displays_arrive_whole_and_in_order(pad: ScratchpadRuntime) -> None:
     """A large frame is decoded on a thread, and the frames after it wait for it; text full of
     JSON punctuation is not taken for structure."""

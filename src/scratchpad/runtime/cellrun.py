@@ -234,8 +234,8 @@ class CellRun:
             kinds = ", ".join(sorted(bundle))
             note = f"the result's rich forms ({kinds}, {size} bytes) were left out: over the cap"
             bundle = {}
-        if note:
-            self.logs.append(f"result: {note}")
+        if note:  # the kernel's words, or a cell's forgery: one note, capped as a message
+            self.logs.append(cut_middle(f"result: {note}", MESSAGE_CAP))
         self.cell.result_data = bundle
 
     def _on_violation(self, why: str) -> list[StreamItem]:
