@@ -203,6 +203,33 @@ async def test_a_forged_result_note_stays_within_the_cap_of_a_message(
     await assert_healthy(pad)
 
 
+async def test_data_nested_to_the_decoders_depth_is_dropped_with_a_note(
+    pad: ScratchpadRuntime,
+) -> None:
+    """A display or result whose JSON nests 900 lists deep (the kernel encodes it, the
+    decoder takes it) is left out saying why; the server's cleaning never recurses into it."""
+    code = (
+        "class Deep:\n"
+        "    def _repr_json_(self):\n"
+        "        value = []\n"
+        "        for _ in range(900):\n"
+        "            value = [value]\n"
+        "        return value\n"
+        "display(Deep())\n"
+        "Deep()"
+    )
+    cell = await pad.execute(code)
+    assert cell.status == "ok", cell.error
+    assert [bundle["text/plain"] for bundle in cell.outputs] == [
+        "[a display was dropped: its data nests more than 100 levels deep]"
+    ]
+    assert cell.result_data == {}
+    assert "result: its rich forms were left out: its data nests more than 100 levels" in (
+        cell.logs
+    )
+    await assert_healthy(pad)
+
+
 async def test_large_displays_arrive_whole_and_in_order(pad: ScratchpadRuntime) -> None:
     """A large frame is decoded on a thread, and the frames after it wait for it; text full of
     JSON punctuation is not taken for structure."""

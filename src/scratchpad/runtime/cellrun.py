@@ -46,6 +46,7 @@ from scratchpad.text import clean_data, clean_text, cut_middle
 
 StopReason = Literal["timeout", "inactivity", "cancelled", "aborted", "violation"]
 MESSAGE_CAP = 4_000  # characters of one progress message or note
+MAX_NESTING = 100  # levels a display's or result's data may nest (the cleaning recurses)
 STREAM_INTERVAL_S = 1.0  # past the kept head, at most one progress/display frame per second
 KERNEL_CUT = re.compile(r"\n\[\.\.\. \d+ characters omitted \.\.\.\]\n")  # worker.cut_text
 
@@ -210,8 +211,11 @@ class CellRun:
                 cut_middle(scrub_message(clean_text(str(message.get("message", "")))), MESSAGE_CAP)
             )
             return []
-        if kind == "display" and isinstance(message.get("data"), dict):
-            data = fit_bundle(scrub_bundle(clean_data(message["data"])), self.displays.half)
+        if kind == "display" and isinstance(raw := message.get("data"), dict):
+            if nests_deeper(raw, MAX_NESTING):
+                data = {"text/plain": f"[a display was dropped: {TOO_DEEP}]"}
+            else:
+                data = fit_bundle(scrub_bundle(clean_data(raw)), self.displays.half)
             passed = message.get(PASSED)
             late = passed if isinstance(passed, dict) else {}
             out, err = (self.channels[s].mark(late.get(s, 0)) for s in ("stdout", "stderr"))
@@ -227,6 +231,10 @@ class CellRun:
     def _on_result(self, data: dict[str, Any]) -> None:
         """The rich forms of the cell's result, scrubbed and capped as a display is (one
         over the cap is left out, saying so in the logs; the result's text stays)."""
+        if nests_deeper(data, MAX_NESTING):
+            self.logs.append(f"result: its rich forms were left out: {TOO_DEEP}")
+            self.cell.result_data = {}
+            return
         bundle = scrub_bundle(clean_data(data))
         note = bundle.pop("text/plain", None)  # the kernel's note of a form it dropped
         size = bundle_size(bundle)
@@ -514,6 +522,28 @@ def _log_text(logs: CappedItems[str]) -> str:
         )
     lines.extend(item for item, _ in logs.tail)
     return "\n".join(lines)
+
+
+TOO_DEEP = f"its data nests more than {MAX_NESTING} levels deep"
+
+
+def nests_deeper(value: Any, limit: int) -> bool:
+    """Whether JSON-like ``value`` nests more than ``limit`` lists or objects deep; found
+    without recursion, so data a kernel sent (up to the JSON decoder's own depth) never
+    makes the cleaning and scrubbing that follow exceed the interpreter's recursion limit."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def fit_bundle(bundle: dict[str, Any], cap: int) -> dict[str, Any]:
