@@ -131,6 +131,40 @@ def test_removal_deletes_what_a_cell_locked() -> None:
     assert done.stdout.strip() == "gone", done.stderr
 
 
+SWAP_DURING_REMOVAL = """
+import asyncio, os
+from pathlib import Path
+from scratchpad.runtime import workdir
+own = workdir.ensure(Path.cwd() / "workspaces" / "p")
+outside = Path.cwd() / "outside"
+(outside / "b").mkdir(parents=True)
+(outside / "b" / "precious").write_text("keep")
+(own / "a" / "b").mkdir(parents=True)
+(own / "a" / "b" / "f").write_text("x")
+os.chmod(own / "a" / "b", 0)  # the removal cannot enter it: it unlocks it and goes again
+unlock = workdir._unlock
+
+def racing(directory):  # a process of the pad, still running, wins the race meanwhile
+    if not (own / "a").is_symlink():
+        os.rename(own / "a", own / "moved")
+        os.symlink(outside, own / "a")
+    unlock(directory)
+
+workdir._unlock = racing
+asyncio.run(workdir.remove(own))
+print("gone" if not own.exists() else "left", (outside / "b" / "precious").exists())
+"""
+
+
+def test_removal_never_follows_a_link_swapped_in_while_it_runs() -> None:
+    """What a removal could not delete at first is deleted again from the top, never by its
+    path: a directory on that path swapped for a link out (by a process of the pad that
+    outlived it, where nothing contains them) leads nowhere. As nobody: root's removal never
+    fails on a mode."""
+    done = run_as_nobody(SWAP_DURING_REMOVAL, timeout=60)
+    assert done.stdout.strip() == "gone True", done.stdout + done.stderr
+
+
 async def test_read_image_finds_a_relative_path_in_the_pads_directory(
     unbound: ScratchpadManager,
 ) -> None:

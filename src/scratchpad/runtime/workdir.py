@@ -54,24 +54,32 @@ async def remove(path: Path) -> None:
         return
     if not path.exists():
         return
-    await asyncio.to_thread(shutil.rmtree, path, onerror=_unlock_and_retry)
+    await asyncio.to_thread(_remove_tree, path)
     if path.exists():
         log.warning("could not delete all of %s; delete what is left by hand", path)
 
 
-def _unlock_and_retry(func: Callable[..., Any], failed: str, _exc: object) -> None:
+UNLOCK_PASSES = 3  # a cell's locked directories may nest: each pass unlocks one level more
+
+
+def _remove_tree(path: Path) -> None:
+    """``rmtree`` from ``path`` (never following a link: it walks by descriptors), giving
+    back to the owner the directories it could not read or write, then again from ``path``.
+    Never by the path of what failed: a process of the pad still running (where nothing
+    contains its processes) may meanwhile swap a directory on that path for a link out."""
+    for attempt in range(UNLOCK_PASSES):
+        last = attempt == UNLOCK_PASSES - 1
+        shutil.rmtree(path, onerror=_give_up if last else _unlock_around)
+        if not path.exists():
+            return
+
+
+def _unlock_around(_func: Callable[..., Any], failed: str, _exc: object) -> None:
     """A cell may leave directories without write or search permission: give them back to
-    the owner and try once more."""
+    the owner (the next pass deletes them)."""
     for directory in (os.path.dirname(failed), failed):
         with contextlib.suppress(OSError):
             _unlock(directory)
-    try:
-        if func is os.open or func is os.scandir:  # a directory it could not read: start over
-            shutil.rmtree(failed, onerror=_give_up)
-        else:
-            func(failed)
-    except OSError as exc:
-        log.debug("cannot delete %s: %s", failed, exc)
 
 
 def _unlock(directory: str) -> None:
