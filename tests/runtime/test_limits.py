@@ -57,6 +57,30 @@ async def test_a_pad_past_its_memory_limit_is_stopped_saying_so(manager: Scratch
     assert after.result == "False" and "fresh kernel" in after.logs
 
 
+MEMORY_FILE = """
+import mmap, os
+fd = os.memfd_create("hoard")
+for _ in range(600):
+    os.write(fd, b"x" * (1 << 20))  # 600 MiB in no process's resident memory
+if {close}:
+    kept = mmap.mmap(fd, 4096)  # one page mapped, the descriptor closed
+    os.close(fd)
+import time
+time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("close", [False, True], ids=["open", "mapped"])
+async def test_memory_held_in_a_memory_file_counts(manager: ScratchpadManager, close: bool) -> None:
+    """Pages written into a memfd belong to no process: the watchdog counts the files a
+    pad's processes hold open or mapped (mapped ones: as root, the server's user here)."""
+    pad = await manager.get_or_create("hoarder", limits={"memory_mb": 200})
+    cell = await pad.execute(MEMORY_FILE.format(close=close), timeout_s=60)
+    assert cell.status == "killed", (cell.stdout, cell.error)
+    assert cell.error is not None
+    assert "out of memory: the pad used" in cell.error and "of its 200 MiB limit" in cell.error
+
+
 def check_fork_bomb(seen: object, limit: int) -> None:
     assert isinstance(seen, dict) and seen["status"] == "ok", seen
     assert "refused after" in seen["stdout"] and "BlockingIOError" in seen["stdout"], seen

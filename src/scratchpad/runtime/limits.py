@@ -3,10 +3,10 @@
 On by default, for the whole process tree of a pad (its kernel, what its cells start):
 
 - **memory**: half of this machine's memory unless set (``SCRATCHPAD_PAD_MEMORY_MB``); a
-  watchdog thread sums the resident memory of each pad's processes every ~100 ms while a cell
-  runs (every second between cells) and stops a pad past its limit (its cell is told: "out
-  of memory: the pad used N MiB of its M MiB limit"). No cgroup is needed: it works for every
-  user;
+  watchdog thread sums the resident memory of each pad's processes (and the memory-only
+  files they hold: :func:`memory_files`) every ~100 ms while a cell runs (every second
+  between cells) and stops a pad past its limit (its cell is told: "out of memory: the pad
+  used N MiB of its M MiB limit"). No cgroup is needed: it works for every user;
 - **processes**: 512 (``SCRATCHPAD_PAD_PROCESSES``), as ``RLIMIT_NPROC`` in the pad's own
   user namespace (where namespaces work: counted for the pad alone), else by the watchdog;
 - **CPU**: a weight (``SCRATCHPAD_PAD_CPU_WEIGHT``, 100 = the server's), applied as a nice
@@ -43,6 +43,7 @@ IDLE_EVERY_S = 1.0  # and at one between cells (threads a cell left may still gr
 DISK_EVERY_S = 5.0  # how often it measures the files of a pad whose cell runs
 MAX_ENTRIES = 200_000  # files one disk measurement looks at before it gives up
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+MEMFD = "/memfd:"  # how /proc names a memory-only file (memfd_create)
 
 
 def machine_memory() -> int:
@@ -329,11 +330,14 @@ class Watchdog:
         if limits.processes is not None and len(tree) > limits.processes + 3:  # + its launcher
             self._stop(item, over_processes(len(tree), limits.processes), tree)
             return
-        if limits.memory_bytes is not None and resident(tree) > limits.memory_bytes:
-            used = proportional(tree)  # shared pages (forked workers) counted once
-            if used > limits.memory_bytes:
-                self._stop(item, over_memory(used, limits.memory_bytes), tree)
-                return
+        memory = limits.memory_bytes
+        if memory is not None:
+            held = memory_files(tree)  # in no process's resident memory
+            if resident(tree) + held > memory:
+                used = proportional(tree) + held  # shared pages (forked workers) counted once
+                if used > memory:
+                    self._stop(item, over_memory(used, memory), tree)
+                    return
         if item.disk is not None and limits.disk_bytes is not None and now >= item.next_disk:
             item.next_disk = now + DISK_EVERY_S
             if busy:
@@ -360,6 +364,39 @@ def resident(pids: Iterable[int]) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def memory_files(pids: Iterable[int]) -> int:
+    """Bytes held in memory-only files (``memfd_create``) that these processes have open or
+    mapped, each file counted once. What a cell writes into one through its descriptor is in
+    no process's resident memory, so without this a pad could hold any amount beyond its
+    limit. A mapped one whose descriptor was closed is found through ``map_files`` (root
+    only: a user's server sees the open ones); its mapped pages count twice, so the limit
+    errs on the safe side."""
+    sizes: dict[tuple[int, int], int] = {}
+    for pid in pids:
+        for link in _memfd_links(pid):
+            try:
+                info = os.stat(link)
+            except OSError:
+                continue
+            sizes[(info.st_dev, info.st_ino)] = info.st_blocks * 512
+    return sum(sizes.values())
+
+
+def _memfd_links(pid: int) -> list[str]:
+    """The /proc links to the memory-only files ``pid`` has open or mapped."""
+    links = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/fd/{name}").startswith(MEMFD):
+                    links.append(f"/proc/{pid}/fd/{name}")
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/maps", "rb") as maps:
+        for line in maps:
+            if MEMFD.encode() in line:
+                links.append(f"/proc/{pid}/map_files/{line.split(maxsplit=1)[0].decode()}")
+    return links
 
 
 def proportional(pids: Iterable[int]) -> int:
