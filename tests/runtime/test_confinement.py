@@ -241,6 +241,28 @@ def test_the_probe_says_what_holds_here(settings: Settings) -> None:
         assert report["processes"].startswith("a PID namespace")
 
 
+async def test_a_root_pad_without_namespaces_is_said_to_reach_roots_sockets(
+    settings: Settings, workspace: Path, tmp_path: Path
+) -> None:
+    """Landlock cannot refuse a ``connect``: a root server's pad without namespaces stays
+    uid 0 and reaches a socket only root may (as Docker's or systemd's): the report says so."""
+    alone = settings.model_copy(update={"namespaces": "off"})
+    if os.geteuid() != 0 or confinement.support(alone).landlock_abi == 0:
+        pytest.skip("a root server's pad under Landlock")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(private / "s"))
+        listener.listen(1)
+        async with ScratchpadManager(workspace=workspace, settings=alone) as manager:
+            pad = await manager.get_or_create("root")
+            code = f"import socket\nsocket.socket(socket.AF_UNIX).connect({str(private / 's')!r})"
+            reached = await pad.execute(code)
+            identity = confinement.report(alone)["confinement"]["identity"]
+    assert reached.status == "ok", reached.error
+    assert "connect as root to every unix socket" in identity
+
+
 # -- 2. what the server imports stays out of a pad's reach, even inside its workspace ---------
 @pytest.mark.parametrize("namespaces", ["auto", "off"])
 async def test_the_servers_code_inside_a_workspace_stays_read_only(

@@ -294,7 +294,8 @@ def _identity_line(found: Support) -> str:
     note = f" ({found.identity_note})" if found.identity_note else ""
     return (
         f"root without capabilities{note}: it can read every file root owns and Landlock "
-        "leaves readable (/etc/shadow, /root)"
+        "leaves readable (/etc/shadow, /root), and connect as root to every unix socket "
+        "(Docker's or systemd's would give it the machine)"
     )
 
 
