@@ -239,3 +239,4 @@ async def test_the_server_reports_the_limits(settings: Settings) -> None:
     described = confinement.report(settings)["confinement"]["limits"]
     assert set(described) == {"memory", "processes", "cpu", "disk"}
     assert "watchdog" in described["memory"] and "MiB per pad" in described["disk"]
+    assert "memory-only files (memfd)" in described["memory"]

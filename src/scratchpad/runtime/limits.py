@@ -157,7 +157,8 @@ def describe(limits: PadLimits, *, namespaces: bool) -> dict[str, str]:
 
     return {
         "memory": f"{size(limits.memory_bytes)} per pad: the resident memory of all its "
-        f"processes, checked every {TICK_S:g} s while a cell runs (every {IDLE_EVERY_S:g} s "
+        "processes and the memory-only files (memfd) they hold, checked "
+        f"every {TICK_S:g} s while a cell runs (every {IDLE_EVERY_S:g} s "
         "between cells) by a watchdog that stops the pad",
         "processes": "none"
         if limits.processes is None
