@@ -179,6 +179,26 @@ CELLS = [
         "display(Plot())",
         _base64_pieces(TOKEN),
     ),
+    Careless(
+        "a logging record",
+        f"import logging\nlogging.getLogger('db').warning('connecting with %s', {_env('DB_PASS')})",
+        (ENV_SECRETS["DB_PASS"],),
+    ),
+    Careless(
+        "a rich result's HTML",
+        "import html\n"
+        "class Table:  # a result shown as a table, as a DataFrame is\n"
+        f"    def _repr_html_(self):\n        return html.escape({_env(SPECIAL_VAR)})\n"
+        "Table()",
+        (html.escape(SPECIAL),),
+    ),
+    Careless(
+        "a rich result's PNG text chunks",
+        "class Chart:\n"
+        f"    def _repr_png_(self):\n        return png_with_text({_env(TOKEN_VAR)})\n"
+        "Chart()",
+        _base64_pieces(TOKEN),
+    ),
 ]
 # Run once in the pad before the careless cells.
 PRELUDE = "\n".join(
