@@ -333,8 +333,11 @@ class Watchdog:
             return
         memory = limits.memory_bytes
         if memory is not None:
-            held = memory_files(tree)  # in no process's resident memory
-            if resident(tree) + held > memory:
+            rss = resident(tree)
+            # Memory-only files are in no process's resident memory; looking for them costs
+            # a look at every descriptor, so only when the machine holds enough of them.
+            held = memory_files(tree) if rss + machine_shmem() > memory else 0
+            if rss + held > memory:
                 used = proportional(tree) + held  # shared pages (forked workers) counted once
                 if used > memory:
                     self._stop(item, over_memory(used, memory), tree)
@@ -365,6 +368,16 @@ def resident(pids: Iterable[int]) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def machine_shmem() -> int:
+    """Bytes of shared memory of the whole machine (``Shmem``: tmpfs files, memory-only files,
+    shared mappings): no pad's memory-only files can hold more."""
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo", "rb") as info:
+        for line in info:
+            if line.startswith(b"Shmem:"):
+                return int(line.split()[1]) * 1024
+    return 1 << 62  # unknown: look at every pad's descriptors
 
 
 def memory_files(pids: Iterable[int]) -> int:
