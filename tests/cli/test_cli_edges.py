@@ -43,7 +43,7 @@ SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width=
 def test_a_failed_install_prints_why_and_exits_non_zero() -> None:
     done = scratchpad("install", "main", "nosuchpkg-sp-test")
     assert done.returncode == 1, (done.stdout, done.stderr)
-    assert "Install failed" in done.stderr and "nosuchpkg-sp-test" in done.stderr
+    assert "installing nosuchpkg-sp-test failed (exit code" in done.stderr
     assert done.stdout == ""
 
 

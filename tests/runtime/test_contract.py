@@ -106,6 +106,8 @@ async def test_a_failed_install_raises_on_every_backend(pad: ScratchpadRuntime) 
     with pytest.raises(InstallError, match="nosuchpkg-contract") as caught:
         await pad.install_packages(["nosuchpkg-contract"])
     assert caught.value.output
+    # one wording whatever the door: the local failure's own message
+    assert str(caught.value).startswith("installing nosuchpkg-contract failed (exit code ")
     assert (await pad.execute("1")).status == "ok"
 
 

@@ -50,8 +50,11 @@ def guarded(job: Callable[[], T]) -> T:
 
 @agent_app.command(cls=Command)
 def init(root: RootArg) -> None:
-    """Create an agent directory: RULES.md, config.yaml, scratchpad/active.yaml, logs/,
-    workspace/ (where its pads and shell work)."""
+    """Create an agent directory (rules, config, state, logs, and the pads' workspace).
+
+    Makes RULES.md, config.yaml, scratchpad/active.yaml, logs/ and workspace/ (where its pads
+    and shell work).
+    """
     from scratchpad.memory.layout import init_agent
 
     try:

@@ -275,8 +275,11 @@ def connect(
     from_file: FileOpt = None,
     stdin: StdinOpt = False,
 ) -> None:
-    """Add a connection that works: asks for the engine's fields (or --field / --secret of a
-    custom engine), tests them with the probe, saves them on success (as --name NAME)."""
+    """Add a connection that works: asks for its fields, tests them, saves them on success.
+
+    The engine's fields (or --field / --secret of a custom engine) are tested with the probe
+    and saved as --name NAME when given.
+    """
 
     def job(vault: VaultAccess) -> str:
         _check_free(vault, engine, name)

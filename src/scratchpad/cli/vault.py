@@ -99,8 +99,10 @@ def ask(field: str, secret: bool, current: str | None = None) -> str:
 
 @vault_app.command("ls", cls=Command)
 def ls(as_json: Annotated[bool, typer.Option("--json", help="As JSON.")] = False) -> None:
-    """List the connections (names, fields, secret fields; never values). --json adds their
-    variables."""
+    """List the connections (names, fields, secret fields; never values).
+
+    --json adds their variables.
+    """
     entries = with_vault(lambda v: v.list())
     if as_json:
         print_json(entries)

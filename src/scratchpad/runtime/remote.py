@@ -171,8 +171,8 @@ class RemoteRuntime(ScratchpadRuntime):
         failed = INSTALL_FAILED.match(result)
         if failed is not None:
             code = failed.group(1)
-            raise InstallError(
-                f"installing into pad {self.name!r} failed: {result}",
+            raise InstallError(  # in the words a local pad's failure has (the server's)
+                failed.group(2),
                 exit_code=int(code) if code is not None else None,
                 output=failed.group(2),
             )

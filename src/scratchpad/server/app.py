@@ -311,7 +311,7 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             return {"result": await pad.install_packages(body.packages)}
         except InstallError as exc:  # the protocol reports a failed install as its result
             code = "timed out" if exc.exit_code is None else f"exit {exc.exit_code}"
-            return {"result": f"Install failed ({code}): {exc.output or exc}"}
+            return {"result": f"Install failed ({code}): {exc}"}  # the local words, output too
 
     @app.post("/scratchpad/execute-stream", **sse(EXECUTE_FRAMES, 400, 409, 422, 503))
     async def execute_stream(body: ExecuteRequest) -> EventStream:
