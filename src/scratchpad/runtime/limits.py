@@ -46,13 +46,19 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 MEMFD = "/memfd:"  # how /proc names a memory-only file (memfd_create)
 
 
+def meminfo(field: bytes, unknown: int) -> int:
+    """Bytes of one field of /proc/meminfo (``b"MemTotal"``), or ``unknown`` where it does not
+    say."""
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo", "rb") as info:
+        for line in info:
+            if line.startswith(field + b":"):
+                return int(line.split()[1]) * 1024
+    return unknown
+
+
 def machine_memory() -> int:
     """Bytes of memory of this machine (MemTotal), or 8 GiB where /proc does not say."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    return 8 << 30
+    return meminfo(b"MemTotal", 8 << 30)
 
 
 # What each limit of a pad may be (0 turns one off, but for the CPU weight): below the least,
@@ -373,11 +379,7 @@ def resident(pids: Iterable[int]) -> int:
 def machine_shmem() -> int:
     """Bytes of shared memory of the whole machine (``Shmem``: tmpfs files, memory-only files,
     shared mappings): no pad's memory-only files can hold more."""
-    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo", "rb") as info:
-        for line in info:
-            if line.startswith(b"Shmem:"):
-                return int(line.split()[1]) * 1024
-    return 1 << 62  # unknown: look at every pad's descriptors
+    return meminfo(b"Shmem", 1 << 62)  # unknown: look at every pad's descriptors
 
 
 def memory_files(pids: Iterable[int]) -> int:
