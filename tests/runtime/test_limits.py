@@ -30,6 +30,8 @@ children = [
 ]
 for child in children:
     child.stdout.readline()
+for child in children:  # the cell runs on while they hold it (never ends before a check)
+    child.wait()
 'all held'
 """
 
