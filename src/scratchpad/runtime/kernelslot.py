@@ -1,0 +1,190 @@
+"""One kernel at a time for a pad: started when a cell or an install needs one (its virtualenv
+rebuilt first when unusable, or after the kernel died too many times in a row), stopped on
+reset, close and after a kill, and asked things between cells; the notes its next cell is told
+(a restart, output that arrived between cells).
+
+The caller holds the pad's turn (its queue's lock) around every call that starts, stops or
+asks the kernel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TYPE_CHECKING
+
+from scratchpad.errors import InstallError, KernelStartError, PadError, ScratchpadError
+from scratchpad.fsutil import disk_full_in
+from scratchpad.runtime import venv
+from scratchpad.runtime.cell import CappedOutput
+from scratchpad.runtime.cellrun import CellRun
+from scratchpad.runtime.history import CellHistory
+from scratchpad.runtime.kernel import KernelProcess
+from scratchpad.runtime.launcher import Launcher
+from scratchpad.runtime.limits import LimitGuard
+from scratchpad.scrub import scrubber
+
+if TYPE_CHECKING:
+    from scratchpad.runtime.local import LocalRuntime
+
+DEATHS_BEFORE_FULL_RESET = 2
+REQUEST_TIMEOUT_S = 30.0
+LATE_OUTPUT_CAP = 64 * 1024  # bytes of between-cells output kept per stream
+
+
+class KernelSlot:
+    """The kernel of ``pad`` (None when none runs), started through ``launcher``, held to
+    its limits by ``guard``; ``history`` is closed while the venv is rebuilt (its file moves)."""
+
+    def __init__(
+        self, pad: LocalRuntime, *, launcher: Launcher, guard: LimitGuard, history: CellHistory
+    ) -> None:
+        self._pad = pad
+        self._launcher = launcher
+        self._guard = guard
+        self._history = history
+        self.kernel: KernelProcess | None = None
+        self.notes: list[str] = []  # told to the next cell (state lost, late output, ...)
+        self._late: dict[str, CappedOutput] = {}  # output that arrived between cells
+        self.deaths_in_a_row = 0
+        self._death_reported = False  # the last death was already told in its cell
+
+    def clear(self) -> None:
+        """Forget the past kernels (a reset): their notes, late output and deaths."""
+        self.notes.clear()
+        self._late = {}
+        self.deaths_in_a_row = 0
+
+    async def ensure(self) -> None:
+        """A running kernel: this one, or a fresh one (saying why) when it died or none runs."""
+        kernel = self.kernel
+        if kernel is not None and not kernel.channel_closed and kernel.alive:
+            return
+        if kernel is not None:
+            for kind, payload in kernel.pending_events():  # its last words, and its exit
+                self.note_late(kind, payload)
+            code = await self.stop()
+            how = "died" if self._death_reported else kernel.describe_exit(code)
+            self.notes.append(
+                f"The kernel {how}; this is a fresh kernel (all variables from before were lost)."
+            )
+        rebuild = None
+        if self.deaths_in_a_row >= DEATHS_BEFORE_FULL_RESET:
+            rebuild = f"the kernel died {self.deaths_in_a_row} times in a row"
+            self.deaths_in_a_row = 0
+        await self._start(rebuild)
+
+    async def _start(self, rebuild: str | None = None) -> None:
+        """Start a kernel, rebuilding the venv first when asked, when unusable, or on retry.
+        A full disk fails it with DiskFullError naming the home, leaving nothing half-made."""
+        pad = self._pad
+        settings = pad.settings
+        attempts = settings.venv_create_attempts
+        last_error = ""
+        self._death_reported = False
+        await asyncio.to_thread(pad.ensure_cwd)  # the kernel starts in it
+        for attempt in range(attempts):
+            if rebuild or attempt or not venv.is_reusable(pad.root):
+                with disk_full_in(settings.home):
+                    await self._rebuild_venv(rebuild or last_error or "no usable virtualenv yet")
+                rebuild = None
+            try:
+                self.kernel = await self._launcher.spawn()
+            except KernelStartError as exc:
+                last_error = str(exc)
+                continue
+            if not venv.is_reusable(pad.root):
+                try:
+                    with disk_full_in(settings.home):
+                        venv.mark_verified(pad.root)
+                except OSError:
+                    await self.stop()  # no kernel outlives a start that failed
+                    raise
+            await self._guard.watch(self.kernel)
+            self.kernel.on_exit = lambda kernel: pad.watch.died(pad, kernel)
+            pad.watch.status(pad)
+            return
+        raise KernelStartError(
+            f"pad {pad.name!r}: no kernel after {attempts} attempts ({last_error}). Check that "
+            f"{sys.executable} runs, that {pad.root} is writable, or remove the pad and retry."
+        )
+
+    async def _rebuild_venv(self, why: str) -> None:
+        pad = self._pad
+        self._history.close()  # the file is moved into the new venv; reopen it there
+        existed = pad.root.exists()
+        await venv.create(pad.root, pad.name)
+        if existed:
+            self.notes.append(f"The pad's virtualenv was rebuilt ({why}).")
+        try:
+            if await self._launcher.install(None):
+                self.notes.append("Packages from requirements.txt were reinstalled.")
+        except InstallError as exc:
+            self.notes.append(f"Reinstalling recorded packages failed: {exc}")
+
+    async def stop(self) -> int | None:
+        """Stop the kernel (shielded: a cancelled caller must not leave it half-stopped)."""
+        kernel, self.kernel = self.kernel, None
+        if kernel is None:
+            return None
+        self._guard.forget()
+        code = await asyncio.shield(kernel.stop(grace=self._pad.settings.interrupt_grace_s))
+        await self._launcher.stopped()
+        return code
+
+    async def after_kill(self, run: CellRun) -> None:
+        """The ladder killed the kernel: start a fresh one so the pad stays usable."""
+        await self.stop()
+        self.notes.append(
+            "The previous cell was killed; this kernel started fresh "
+            "(all variables from before were lost)."
+        )
+        try:
+            await self.ensure()
+        except (ScratchpadError, OSError) as exc:
+            self.notes.append(f"Restarting the kernel failed: {exc}")
+
+    def after_cell(self, run: CellRun) -> None:
+        """Count the deaths in a row (a cell that ended on its own breaks the run)."""
+        if run.died:
+            self.deaths_in_a_row += 1
+            self._death_reported = True
+        elif run.cell.status != "killed":
+            self.deaths_in_a_row = 0
+
+    async def request(self, message: dict[str, object], reply: str) -> dict[str, object]:
+        """Ask the idle kernel something and wait for the answer of type ``reply``."""
+        name = self._pad.name
+        kernel = self.kernel
+        assert kernel is not None
+        if not kernel.request(message):
+            raise PadError(f"pad {name!r}: the kernel is gone; run a cell to restart it")
+        deadline = asyncio.get_running_loop().time() + REQUEST_TIMEOUT_S
+        while True:
+            event = await kernel.next_event(deadline)
+            if event is None:
+                raise PadError(f"pad {name!r}: the kernel did not answer {reply!r}")
+            kind, payload = event
+            if kind == "msg" and payload.get("type") == reply:
+                return dict(payload)
+            if kind == "exit":
+                self.deaths_in_a_row += 1
+                raise PadError(f"pad {name!r}: the kernel died; run a cell to restart it")
+            self.note_late(kind, payload)
+
+    def take_notes(self, kernel: KernelProcess) -> list[str]:
+        """Notes for the starting cell: restarts, and output that arrived between cells."""
+        for kind, payload in kernel.pending_events():
+            self.note_late(kind, payload)
+        for kind, buffer in self._late.items():
+            late = buffer.text(trim=scrubber().trim_cut).rstrip()  # scrubbed with the logs
+            self.notes.append(f"[late {kind} from an earlier cell] {late}")
+        self._late = {}
+        notes, self.notes = self.notes, []
+        return notes
+
+    def note_late(self, kind: str, payload: object) -> None:
+        if kind in ("stdout", "stderr") and isinstance(payload, bytes):
+            self._late.setdefault(kind, CappedOutput(LATE_OUTPUT_CAP)).append(payload)
+        elif kind == "exit":
+            self.deaths_in_a_row += 1
