@@ -1,6 +1,7 @@
 """Event layer benchmark: what building and encoding a pad's events costs the server, per
 frame, without a kernel: execute-stream frames of a cell printing many pieces (plain and
-``stream_output`` clients) and a pad feed's events with one subscriber.
+``stream_output`` clients) and a pad feed's events with one subscriber; beside them, the
+reference: the same frames built by hand as dicts and encoded, in the same run.
 
 Run with ``.venv/bin/python bench/events.py``; prints medians of several runs, asserts
 nothing. Set ``PYTHONPATH`` to another checkout's ``src`` to compare with its figures.
@@ -81,6 +82,15 @@ async def main() -> None:
         samples.append(time.perf_counter() - start)
         assert len(sent) == PIECES + 3
     rows.append(("pad feed, one subscriber, per event", median_us(samples, PIECES + 3)))
+    samples = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        for piece in pieces:
+            encode({"type": "output", "id": "c", "stream": piece.stream, "text": piece.text})
+        samples.append(time.perf_counter() - start)
+    rows.append(
+        ("reference: a dict built by hand and encoded, per frame", median_us(samples, PIECES))
+    )
     for label, figure in rows:
         print(f"{label:56} {figure}")
 

@@ -154,7 +154,7 @@ class RunningCell:
     def state(self) -> RunningState:
         """The snapshot of this cell: what its watchers were told so far."""
         return RunningState.model_construct(
-            **brief(self.cell).__dict__,
+            **dict(brief(self.cell)),
             started_at=self.started_at,
             stdout=self._text("stdout"),
             stderr=self._text("stderr"),
