@@ -187,7 +187,7 @@ def sse(
     its schema is the union's own; ``named``: each frame also has an ``event:`` line with its
     type; ``numbered``: an ``id:`` line (0, 1, ...); ``ending``: how the stream ends."""
     models = list(members(frames))
-    for model in models:
+    for model in models:  # each in the document's components, each with its Literal type
         ref(model)
         _type_values(model)
     frame = TypeAdapter(frames).json_schema(ref_template=SCHEMAS + "{model}")
