@@ -48,6 +48,7 @@ bench: setup
 	$(BIN)/python bench/runtime.py
 	$(BIN)/python bench/observations.py
 	$(BIN)/python bench/server.py
+	$(BIN)/python bench/events.py
 	$(BIN)/python bench/scrub.py
 	$(BIN)/python bench/confinement.py
 

@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from scratchpad.events import wire
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.watch import Subscription
@@ -24,8 +25,8 @@ async def next_event(subscription: Subscription, kind: str | None = None) -> dic
         while True:
             event = await subscription.get()
             assert event is not None, "the subscription ended"
-            if kind is None or event["type"] == kind:
-                return event
+            if kind is None or event.type == kind:
+                return wire(event)
 
 
 async def events_until_cell(subscription: Subscription) -> list[dict[str, Any]]:
@@ -61,7 +62,7 @@ async def test_a_watcher_sees_every_step_of_a_cell_it_did_not_run(
     assert progress == {"type": "progress", "id": cell.id, "message": "half"}
     assert display["data"]["text/plain"] == "'shown'"
     assert recorded["cell"] == cell.to_dict()
-    assert manager.watch("watched").state() == {"running": None, "queued": []}
+    assert wire(manager.watch("watched").state()) == {"running": None, "queued": []}
 
 
 async def test_a_watcher_arriving_mid_cell_gets_the_output_so_far_then_the_rest(
@@ -78,7 +79,7 @@ async def test_a_watcher_arriving_mid_cell_gets_the_output_so_far_then_the_rest(
     watch = manager.watch("mid")
     await wait_for(lambda: watch.running is not None and watch.running.progress == "waiting")
     subscription = watch.subscribe()
-    state = watch.state()
+    state = wire(watch.state())
     now = state["running"]
     assert (now["stdout"], now["progress"], now["description"]) == ("first\n", "waiting", "waits")
     assert [brief["code"] for brief in state["queued"]] == ["'next'"]
@@ -204,6 +205,6 @@ async def test_a_queued_cell_whose_caller_goes_away_leaves_the_queue(
     waiting.cancel()  # the caller goes away while its cell waits
     ended = await next_event(subscription, "cell")
     assert (ended["cell"]["code"], ended["cell"]["status"]) == ("'never'", "cancelled")
-    assert watch.state()["queued"] == []
+    assert watch.state().queued == []
     await pad.cancel()
     await sleeping

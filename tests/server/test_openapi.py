@@ -19,6 +19,7 @@ from scratchpad.config import Settings
 from scratchpad.connect.flow import ResponseEvents
 from scratchpad.connect.submissions import Submissions
 from scratchpad.errors import PadClosedError
+from scratchpad.events import wire
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.app import create_app
 from scratchpad.server.browser_auth import SESSION_HEADER, SIGNABLE
@@ -238,7 +239,7 @@ async def test_pad_answers_validate_against_the_document(
         "/scratchpad/execute-stream",
     )
     cell_id = plain[-1]["cell"]["id"]
-    checker.valid(error_frame(PadClosedError("gone")), "POST", "/scratchpad/execute-stream",
+    checker.valid(wire(error_frame(PadClosedError("gone"))), "POST", "/scratchpad/execute-stream",
                   200, "text/event-stream")  # fmt: skip
     for method, path, body in [
         ("POST", "/scratchpad/start", {"name": "p"}),

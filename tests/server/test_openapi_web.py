@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from starlette.types import Message
 
 from scratchpad.config import Settings
+from scratchpad.events import wire
 from scratchpad.padnames import dir_name
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.watch import OVERFLOW
@@ -133,7 +134,7 @@ async def test_feed_frames_of_real_cells_validate(
                                    and f["pad"]["status"] == "removed")  # fmt: skip
     kinds = {frame["type"] for frame in frames + removed}
     assert kinds == {"status", "queued", "started", "progress", "output", "display", "cell"}
-    checker.valid(OVERFLOW, "GET", FEED, 200, "text/event-stream")
+    checker.valid(wire(OVERFLOW), "GET", FEED, 200, "text/event-stream")
 
 
 async def test_a_snapshot_mid_cell_validates(

@@ -22,6 +22,8 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from scratchpad import events
+from scratchpad.events import CellBrief, RunningState, WatchState
 from scratchpad.runtime.cell import (
     CappedOutput,
     Cell,
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from scratchpad.runtime.base import ScratchpadRuntime
     from scratchpad.runtime.kernel import KernelProcess
 
-Event = dict[str, Any]
+Event = events.PadEvent
 SNAPSHOT_OUTPUT_BYTES = 256 * 1024  # per stream: head + tail of what the running cell printed
 DISPLAYS_KEPT = 32  # the running cell's latest displays, for a snapshot
 DISPLAYS_KEPT_CHARS = 8 * 1024 * 1024
@@ -49,7 +51,7 @@ CODE_CHARS = 64 * 1024  # of a queued or running cell's code in an event (head +
 BUFFER_CHARS = 2 * 1024 * 1024
 BUFFER_EVENTS = 10_000
 DEATH_REAP_S = 2.0  # how long a dead kernel's exit code is waited for, to say the cause
-OVERFLOW: Event = {"type": "overflow"}
+OVERFLOW = events.FeedOverflow()
 GONE_BEFORE_TURN = "Cell cancelled before it started: its caller went away; nothing ran.\n"
 _deaths: set[asyncio.Task[None]] = set()
 
@@ -149,32 +151,32 @@ class RunningCell:
                 self.displays_chars -= self.displays.popleft()[1]
                 self.displays_dropped += 1
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> RunningState:
         """The snapshot of this cell: what its watchers were told so far."""
-        return {
-            **brief(self.cell),
-            "started_at": self.started_at,
-            "stdout": self._text("stdout"),
-            "stderr": self._text("stderr"),
-            "displays": [data for data, _ in self.displays],
-            "displays_dropped": self.displays_dropped,
-            "progress": self.progress,
-        }
+        return RunningState.model_construct(
+            **dict(brief(self.cell)),
+            started_at=self.started_at,
+            stdout=self._text("stdout"),
+            stderr=self._text("stderr"),
+            displays=[data for data, _ in self.displays],
+            displays_dropped=self.displays_dropped,
+            progress=self.progress,
+        )
 
     def _text(self, stream: str) -> str:
         buffer = self.outputs.get(stream)
         return "" if buffer is None else buffer.text()
 
 
-def brief(cell: Cell) -> dict[str, Any]:
+def brief(cell: Cell) -> CellBrief:
     """``{id, number, code, description}`` of a cell not recorded yet, scrubbed and cut to
     size."""
-    return {
-        "id": cell.id,
-        "number": cell.number,
-        "code": cut_middle(scrub(cell.code), CODE_CHARS),
-        "description": cut_middle(scrub(cell.description), CODE_CHARS),
-    }
+    return CellBrief.model_construct(
+        id=cell.id,
+        number=cell.number,
+        code=cut_middle(scrub(cell.code), CODE_CHARS),
+        description=cut_middle(scrub(cell.description), CODE_CHARS),
+    )
 
 
 class PadWatch:
@@ -212,26 +214,28 @@ class PadWatch:
         for subscription in list(self._subscribers):
             subscription.close()
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> WatchState:
         """What runs and what waits, as far as events published so far told."""
         running = self.running
-        return {
-            "running": None if running is None else running.state(),
-            "queued": [brief(cell) for cell in self.queue.values()],
-        }
+        return WatchState.model_construct(
+            running=None if running is None else running.state(),
+            queued=[brief(cell) for cell in self.queue.values()],
+        )
 
     # -- fed by the runtime -----------------------------------------------------------------
     def queued(self, cell: Cell) -> None:
         self.queue[cell.id] = cell
         if self._subscribers:
-            self._publish({"type": "queued", "cell": brief(cell)}, len(cell.code))
+            self._publish(events.FeedQueued.model_construct(cell=brief(cell)), len(cell.code))
 
     def started(self, cell: Cell) -> None:
         self.queue.pop(cell.id, None)
         now = self.last_activity = time.time()
         self.running = RunningCell(cell, now)
         if self._subscribers:
-            event = {"type": "started", "id": cell.id, "number": cell.number, "started_at": now}
+            event = events.FeedStarted.model_construct(
+                id=cell.id, number=cell.number, started_at=now
+            )
             self._publish(event, 0)
 
     def seen(self, items: list[StreamItem]) -> list[StreamItem]:
@@ -255,14 +259,14 @@ class PadWatch:
             self.running = None
         self.last_activity = time.time()
         if self._subscribers:
-            self._publish({"type": "cell", "cell": cell.to_dict()}, 0)
+            self._publish(events.from_item(cell.id, cell), 0)
 
     def gone(self, cell: Cell) -> None:
         """A queued cell whose caller went away before its turn: it never runs and is not
         recorded; its watchers see it end as cancelled."""
         if self.queue.pop(cell.id, None) is not None and self._subscribers:
-            ended = {**cell.to_dict(), "status": "cancelled", "error": GONE_BEFORE_TURN}
-            self._publish({"type": "cell", "cell": ended}, 0)
+            ended = events.cell_of(cell, status="cancelled", error=GONE_BEFORE_TURN)
+            self._publish(events.FeedCell.model_construct(cell=ended), 0)
 
     def status(self, pad: ScratchpadRuntime, status: str | None = None) -> None:
         """The pad started (or restarted, or was reset), closed, was removed (``status``
@@ -270,7 +274,8 @@ class PadWatch:
         if self._subscribers:
             from scratchpad.runtime.padinfo import describe_now
 
-            self._publish({"type": "status", "pad": describe_now(pad, self, status)}, 0)
+            pad_now = events.watched_pad(describe_now(pad, self, status))
+            self._publish(events.FeedStatus.model_construct(pad=pad_now), 0)
 
     def died(self, pad: ScratchpadRuntime, kernel: KernelProcess) -> None:
         """``pad``'s kernel closed its channel: unless it was stopped on purpose (not for a
@@ -297,15 +302,16 @@ def _item_events(cell_id: str, item: StreamItem) -> list[tuple[Event, int]]:
     a big lump at once) with their sizes."""
     if isinstance(item, OutputEvent):
         text, stream = item.text, item.stream
+        if len(text) <= PIECE_CHARS:
+            return [(events.from_item(cell_id, item), len(text))]
         pieces = [text[at : at + PIECE_CHARS] for at in range(0, len(text), PIECE_CHARS)]
         return [
-            ({"type": "output", "id": cell_id, "stream": stream, "text": piece}, len(piece))
-            for piece in pieces
+            (events.from_item(cell_id, OutputEvent(stream, piece)), len(piece)) for piece in pieces
         ]
     if isinstance(item, DisplayEvent):
-        return [({"type": "display", "id": cell_id, "data": item.data}, bundle_size(item.data))]
+        return [(events.from_item(cell_id, item), bundle_size(item.data))]
     assert isinstance(item, ProgressEvent)
-    return [({"type": "progress", "id": cell_id, "message": item.message}, len(item.message))]
+    return [(events.from_item(cell_id, item), len(item.message))]
 
 
 class PadWatches:

@@ -24,7 +24,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.routing import Match, Route
 from starlette.types import Scope
@@ -35,6 +35,15 @@ from scratchpad.connect.probe import stop_probes
 from scratchpad.errors import (
     InstallError,
     ScratchpadError,
+)
+from scratchpad.events import (
+    CancelRequest,
+    Cell,
+    ExecuteFrame,
+    ExecuteRequest,
+    InstallRequest,
+    PadRequest,
+    StartRequest,
 )
 from scratchpad.fsutil import NO_SPACE, disk_full
 from scratchpad.observations.store import ObservationStore
@@ -59,17 +68,13 @@ from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
 from scratchpad.server.openapi import answers, api_docs, attachment, sse
 from scratchpad.server.pad_feed_routes import pad_feed_routes, recorded_cell
 from scratchpad.server.schemas import (
-    EXECUTE_FRAMES,
     CancelAnswer,
-    Cell,
-    CellId,
     CellIdPath,
     InstallAnswer,
     Notebook,
     Ok,
     PadCells,
     PadList,
-    PadName,
     PadPath,
     ResetAnswer,
     ServerInfo,
@@ -82,53 +87,6 @@ log = logging.getLogger(__name__)
 MARKDOWN = {"type": "string", "description": "The pad as notebook markdown."}
 IPYNB = "application/x-ipynb+json"
 NAMED = attachment("`attachment`, named after the pad: an ASCII stand-in, then in UTF-8.")
-
-
-class PadRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # clients written elsewhere may send more
-    name: PadName
-
-
-class LimitsRequest(BaseModel):
-    """A pad's own limits (our extension; see the README's trust model): each replaces the
-    server's default; 0 means none of that kind."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)  # 1.5, true, "100" are refused
-    memory_mb: int | None = Field(None, ge=0, description="64 and up; 0: no memory limit")
-    processes: int | None = Field(None, ge=0, description="32 and up; 0: no process limit")
-    cpu_weight: int | None = Field(None, ge=1, le=10000)
-    disk_mb: int | None = Field(None, ge=0, description="16 and up; 0: no disk limit")
-
-
-class StartRequest(PadRequest):
-    coding_provider: str | None = None
-    coding_model: str | None = None
-    coding_api_key: str | None = None
-    coding_base_url: str | None = None
-    limits: LimitsRequest | None = None
-
-
-class CancelRequest(PadRequest):
-    id: CellId | None = None  # our extension: cancel this cell (queued or running)
-
-
-class InstallRequest(PadRequest):
-    packages: list[str]
-
-
-class ExecuteRequest(PadRequest):
-    code: str
-    description: str = ""
-    estimated_time: str = ""
-    estimated_seconds: float | None = 0.0
-    # Our extensions. stream_output: also send output and display frames as they happen (off
-    # by default, so clients written for the plain protocol never see frame types they do not
-    # know). id: names the cell (a repeated id gives the known cell, never a second run).
-    # timeout_s: a hard limit. on_disconnect: what a client that goes away mid-cell wants.
-    stream_output: bool = False
-    id: CellId | None = None
-    timeout_s: float | None = Field(None, strict=True)
-    on_disconnect: Literal["interrupt", "continue"] = "interrupt"
 
 
 def create_app(
@@ -313,7 +271,7 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             code = "timed out" if exc.exit_code is None else f"exit {exc.exit_code}"
             return {"result": f"Install failed ({code}): {exc}"}  # the local words, output too
 
-    @app.post("/scratchpad/execute-stream", **sse(EXECUTE_FRAMES, 400, 409, 422, 503))
+    @app.post("/scratchpad/execute-stream", **sse(ExecuteFrame, 400, 409, 422, 503))
     async def execute_stream(body: ExecuteRequest) -> EventStream:
         timeout_s = None
         if body.timeout_s is not None:

@@ -33,7 +33,7 @@ from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.browser_auth import form_scope
 from scratchpad.server.forms_routes import check_scope
 from scratchpad.server.openapi import answers, sse
-from scratchpad.server.schemas import SUBMISSION_EVENTS, SubmissionInfo, VaultPath
+from scratchpad.server.schemas import SubmissionEvent, SubmissionInfo, VaultPath
 from scratchpad.server.sse import EventStream
 
 FINAL_EVENTS = frozenset({"response.completed", "response.failed"})
@@ -73,7 +73,7 @@ def datavault_routes(
             events = forms.follow(submission.form_id, events)
         return EventStream(events, final_types=FINAL_EVENTS, named=True)
 
-    @app.post("/v1/datavault/submissions", **sse(SUBMISSION_EVENTS, 400, 403, 422, 503, named=True))
+    @app.post("/v1/datavault/submissions", **sse(SubmissionEvent, 400, 403, 422, 503, named=True))
     async def submit(body: SubmissionBody, request: Request) -> EventStream:
         form_id = body.form_id if body.form_id is not None else body.form_spec.get("form_id")
         check_scope(request, form_id)
@@ -99,7 +99,7 @@ def datavault_routes(
 
     @app.post(
         "/v1/datasources/{engine}/{name}/test",
-        **sse(SUBMISSION_EVENTS, 400, 403, 404, 503, named=True),
+        **sse(SubmissionEvent, 400, 403, 404, 503, named=True),
     )
     async def test(engine: VaultPath, name: VaultPath, request: Request) -> EventStream:
         check_scope(request, None)  # a session for one form tests no saved connection

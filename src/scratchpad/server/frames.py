@@ -11,18 +11,12 @@ one note saying how much was cut and where the whole text is (the cell's text en
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
+from scratchpad import events
 from scratchpad.errors import ScratchpadError
+from scratchpad.events import ErrorFrame, ExecuteFrame
 from scratchpad.runtime.base import ScratchpadRuntime
-from scratchpad.runtime.cell import (
-    Cell,
-    DisplayEvent,
-    OutputEvent,
-    ProgressEvent,
-    encoded_size,
-    fit_cell,
-)
+from scratchpad.runtime.cell import Cell, ProgressEvent, encoded_size, fit_cell
 from scratchpad.scrub import scrub
 from scratchpad.server.pad_feed_routes import whole_text_note
 from scratchpad.text import cut_middle
@@ -40,8 +34,8 @@ async def cell_frames(
     timeout_s: float | None,
     cell_id: str,
     stream_output: bool,
-) -> AsyncIterator[dict[str, Any]]:
-    """The frames of one cell run in ``pad``."""
+) -> AsyncIterator[ExecuteFrame]:
+    """The frames of one cell run in ``pad`` (typed; the stream sends them as JSON)."""
     try:
         async for item in pad.execute_streaming(
             code,
@@ -51,32 +45,28 @@ async def cell_frames(
             timeout_s=timeout_s,
             cell_id=cell_id,
         ):
-            if isinstance(item, ProgressEvent):
-                yield {"type": "progress", "message": item.message}
-            elif isinstance(item, OutputEvent) and stream_output:
-                yield {"type": "output", "stream": item.stream, "text": item.text}
-            elif isinstance(item, DisplayEvent) and stream_output:
-                yield {"type": "display", "data": item.data}
-            elif isinstance(item, Cell):
-                cell = item.to_dict()
-                yield {"type": "cell", "cell": cell if stream_output else plain_cell(pad, cell)}
+            if isinstance(item, Cell) and not stream_output:
+                yield events.cell_frame(plain_cell(pad, item))
+            elif stream_output or isinstance(item, (ProgressEvent, Cell)):
+                yield events.frame_of(item)
     except ScratchpadError as exc:
         yield error_frame(exc)
 
 
-def plain_cell(pad: ScratchpadRuntime, cell: dict[str, Any]) -> dict[str, Any]:
+def plain_cell(pad: ScratchpadRuntime, recorded: Cell) -> events.Cell:
     """The cell fitted under ``PLAIN_FRAME_BYTES``: its code whole (the client sent it; code
     too long to fit beside the rest is left out, and such clients keep what they sent), each
     long field cut once with a note of how much went and where its whole text is."""
-    note = whole_text_note(pad.name, cell["id"], "to fit the stream")
+    note = whole_text_note(pad.name, recorded.id, "to fit the stream")
+    cell = recorded.to_dict()
     code = cell.pop("code")
     room = PLAIN_FRAME_BYTES - encoded_size(code)
     if room < PLAIN_FRAME_BYTES // 2:
-        return fit_cell(cell, PLAIN_FRAME_BYTES, note)
-    return {"code": code, **fit_cell(cell, room, note)}
+        return events.cell_from(fit_cell(cell, PLAIN_FRAME_BYTES, note))
+    return events.cell_from({"code": code, **fit_cell(cell, room, note)})
 
 
-def error_frame(exc: ScratchpadError) -> dict[str, Any]:
+def error_frame(exc: ScratchpadError) -> ErrorFrame:
     """The final frame of a cell the server could not run (its message kept short)."""
     message = cut_middle(scrub(str(exc)), PLAIN_FRAME_BYTES // 8)
-    return {"type": "error", "error": message, "error_type": type(exc).__name__}
+    return ErrorFrame.model_construct(error=message, error_type=type(exc).__name__)

@@ -7,7 +7,7 @@ Route modules declare their answers in one line with :func:`answers` / :func:`ss
 :func:`errors` beside answers they document themselves)::
 
     @app.get("/v1/pads", **answers(PadList, 500))
-    @app.post("/scratchpad/execute-stream", **sse(EXECUTE_FRAMES, 400, 422))
+    @app.post("/scratchpad/execute-stream", **sse(ExecuteFrame, 400, 422))
 
 Answers are documented, never validated (``response_model=None``): validating a pad's cells
 again on every call would cost the execute path. The document adds what every route of a
@@ -25,9 +25,10 @@ from typing import Any, get_args
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
+from scratchpad.events import members
 from scratchpad.server.browser_auth import SESSION_HEADER, SIGNABLE, SIGNATURE_PARAM
 from scratchpad.server.guard import OPEN_PATHS
 from scratchpad.server.schemas import ErrorBody
@@ -175,21 +176,22 @@ def answers(
 
 
 def sse(
-    frames: Iterable[type[BaseModel]],
+    frames: Any,
     *statuses: int,
     named: bool = False,
     numbered: bool = False,
     ending: str = "the last one final",
 ) -> dict[str, Any]:
-    """A route answering server-sent events whose ``data:`` is one of ``frames`` (told apart
-    by their ``type``); ``named``: each frame also has an ``event:`` line with its type;
-    ``numbered``: an ``id:`` line (0, 1, ...); ``ending``: how the stream ends."""
-    models = list(frames)
-    mapping = {kind: SCHEMAS + m.__name__ for m in models for kind in _type_values(m)}
-    frame = {
-        "oneOf": [ref(m) for m in models],
-        "discriminator": {"propertyName": "type", "mapping": mapping},
-    }
+    """A route answering server-sent events whose ``data:`` is one of ``frames``, a union of
+    models told apart by their ``type`` (``events.ExecuteFrame``, ``events.FeedFrame``):
+    its schema is the union's own; ``named``: each frame also has an ``event:`` line with its
+    type; ``numbered``: an ``id:`` line (0, 1, ...); ``ending``: how the stream ends."""
+    models = list(members(frames))
+    for model in models:  # each in the document's components, each with its Literal type
+        ref(model)
+        _type_values(model)
+    frame = TypeAdapter(frames).json_schema(ref_template=SCHEMAS + "{model}")
+    frame.pop("$defs", None)  # the document's components hold them (model_schemas)
     lines = ["`id: <n>`"] * numbered + ["`event: <type>`"] * named + ["`data: <json>`"]
     text = f"A stream of server-sent events: {' and '.join(lines)} frames, {ending}."
     options = answers({}, *statuses, media_type="text/event-stream", description=text)

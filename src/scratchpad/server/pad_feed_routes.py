@@ -19,19 +19,20 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Query
 
+from scratchpad import events
 from scratchpad.errors import InvalidInputError, PadNotFoundError
+from scratchpad.events import FeedCell, FeedFrame, FeedSnapshot, WatchState
 from scratchpad.padnames import url_component, validate_pad_name
 from scratchpad.runtime.base import check_cell_id
 from scratchpad.runtime.cell import Cell, fit_cell, rough_chars
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.runtime.watch import OVERFLOW, Subscription
-from scratchpad.server import schemas
 from scratchpad.server.guard import segment_name
 from scratchpad.server.openapi import answers, sse
 from scratchpad.server.schemas import CellIdPath, PadPath
 from scratchpad.server.sse import EventStream
-from scratchpad.server.web_schemas import FEED_FRAMES, TextSlice
+from scratchpad.server.web_schemas import TextSlice
 
 FEED_PACE_BYTES = 256 * 1024  # a client further behind leaves events in its subscription
 FEED_CELL_BYTES = 1024 * 1024  # a recorded cell in the feed: long fields cut (read by slices)
@@ -50,7 +51,7 @@ LENGTH_HELP = f"Characters to read (at most {MAX_SLICE})."
 
 
 def pad_feed_routes(app: FastAPI, manager: ScratchpadManager) -> None:
-    @app.get("/v1/pads/{name}/events", **sse(FEED_FRAMES, 400, numbered=True, ending=ENDING))
+    @app.get("/v1/pads/{name}/events", **sse(FeedFrame, 400, numbered=True, ending=ENDING))
     async def pad_events(name: PadPath) -> EventStream:
         """The pad's live feed: a snapshot, then every event of the pad, whoever runs its
         cells. The pad need not exist yet (status `new`)."""
@@ -61,12 +62,12 @@ def pad_feed_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         return EventStream(
             _feed(manager, name, subscription, state),
             on_disconnect=subscription.close,
-            final_types=frozenset({OVERFLOW["type"]}),
+            final_types=frozenset({OVERFLOW.type}),
             pace_bytes=FEED_PACE_BYTES,
             numbered=True,
         )
 
-    @app.get("/v1/pads/{name}/info", **answers(schemas.PadInfo, 400, 404))
+    @app.get("/v1/pads/{name}/info", **answers(events.PadInfo, 400, 404))
     async def pad_info(name: PadPath) -> dict[str, Any]:
         """One pad's line of the pad list."""
         return (await manager.pad_info(segment_name(name))).to_dict()
@@ -103,18 +104,24 @@ def pad_feed_routes(app: FastAPI, manager: ScratchpadManager) -> None:
 
 
 async def _feed(
-    manager: ScratchpadManager, name: str, subscription: Subscription, state: dict[str, Any]
-) -> AsyncIterator[dict[str, Any]]:
+    manager: ScratchpadManager, name: str, subscription: Subscription, state: WatchState
+) -> AsyncIterator[FeedFrame]:
     """The snapshot, then the pad's events (recorded cells fitted to the feed)."""
     try:
         try:
             info = (await manager.pad_info(name)).to_dict()
         except PadNotFoundError:
             info = PadInfo(name, "new", 0).to_dict()
-        yield {"type": "snapshot", "pad": info, **state, "cells": info["cells"]}
+        yield FeedSnapshot.model_construct(
+            pad=events.watched_pad(info),
+            running=state.running,
+            queued=state.queued,
+            cells=info["cells"],
+        )
         async for event in subscription:
-            if event["type"] == "cell":
-                event = {"type": "cell", "cell": await _fitted(name, event["cell"])}
+            if isinstance(event, FeedCell):
+                cell = await _fitted(name, events.wire(event.cell))
+                event = FeedCell.model_construct(cell=events.cell_from(cell))
             yield event
     finally:
         subscription.close()

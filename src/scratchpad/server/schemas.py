@@ -1,43 +1,30 @@
-"""The shapes of what the server says, for its OpenAPI document (``/openapi.json``).
+"""The shapes of the server's plain JSON answers, for its OpenAPI document
+(``/openapi.json``): the pad list, the vault, sessions, credential submissions. A pad's
+cells, frames, feed events and protocol requests are scratchpad/events.py's.
 
 Documentation only: routes build their answers as plain data (a pad's cells can be many MB,
 and validating them again on every call would slow the execute path), and the tests check
-real answers against these models. Request bodies stay in the route modules; the pad-name rule
-(:data:`PadName`, :data:`PadPath`) is shared with them.
+real answers against these models. The path parameters (:data:`PadPath`, :data:`CellIdPath`)
+carry the rules of events.py's :data:`PadName` and :data:`CellId`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 
-from scratchpad.padnames import MAX_NAME_CHARS
-from scratchpad.runtime.cell import CELL_ID
+from scratchpad.events import (
+    CELL_ID_SCHEMA,
+    PAD_NAME_RULE,
+    PAD_NAME_SCHEMA,
+    Cell,
+    ErrorFrame,
+    PadInfo,
+)
 from scratchpad.vault.names import NAME_RE, NAME_RULE
 
-# The rule of padnames.py as JSON Schema: at most 128 characters (JSON Schema counts code
-# points, as Python's len does), none of them a control character. Unpaired surrogates are
-# refused too, but a pattern cannot say so without refusing every emoji in a UTF-16 regex.
-PAD_NAME_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f]+$"
-PAD_NAME_RULE = (
-    f"A pad name: any non-empty text of up to {MAX_NAME_CHARS} characters without control "
-    "characters (e.g. 'main', 'my pad', 'data/analysis'); a bad one answers 400."
-)
-PAD_NAME_SCHEMA: dict[str, Any] = {
-    "minLength": 1,
-    "maxLength": MAX_NAME_CHARS,
-    "pattern": PAD_NAME_PATTERN,
-}
-PadName = Annotated[str, Field(description=PAD_NAME_RULE, json_schema_extra=PAD_NAME_SCHEMA)]
-CELL_ID_RULE = "A cell's id: 1-64 letters, digits, '_' or '-'; another answers 400."
-CELL_ID_SCHEMA: dict[str, Any] = {
-    "minLength": 1,
-    "maxLength": 64,
-    "pattern": f"^{CELL_ID.pattern}$",
-}
-CellId = Annotated[str, Field(description=CELL_ID_RULE, json_schema_extra=CELL_ID_SCHEMA)]
 CellIdPath = Annotated[
     str,
     Path(
@@ -70,82 +57,6 @@ class ErrorBody(BaseModel):
         description="The error class (InvalidInputError, PadNotFoundError, ...) or an HTTP-level "
         "refusal (NotFound, MethodNotAllowed, InternalError)."
     )
-
-
-class Cell(BaseModel):
-    """One executed cell (``Cell.to_dict()``). Errors in user code are data: ``status`` and a
-    traceback in ``error``."""
-
-    code: str
-    stdout: str
-    stderr: str
-    error: str | None = Field(description="The traceback or reason when status is not ok.")
-    description: str
-    estimated_time: str
-    logs: str = Field(description="Progress messages and notes from the runtime.")
-    id: str
-    status: Literal["ok", "error", "timeout", "cancelled", "killed"]
-    result: str | None = Field(description="The text of the last expression, like Out[n].")
-    outputs: list[dict[str, Any]] = Field(
-        description="Rich outputs: mime bundles such as {'image/png': <base64>, 'text/plain': ...}."
-    )
-    duration_s: float
-    number: int = Field(
-        description="The cell's number in its pad (1-based, fixed when it was queued; the same in "
-        "view, dump, a notebook's execution_count and its tracebacks' <cell N>). 0: a cell "
-        "that stands for others (a note of folded history)."
-    )
-    result_data: dict[str, Any] = Field(
-        description="The rich forms of the result (a mime bundle without text/plain, which is "
-        "`result`), e.g. a DataFrame's {'text/html': ...}; {} when it has none."
-    )
-    outputs_at: list[list[int]] = Field(
-        default_factory=list,
-        description="Where each of `outputs` came among the text: [stdout, stderr], how many "
-        "characters of each were written before it (one per output). [] when that is not "
-        "known (an older record, outputs left out): show the outputs after the text.",
-    )
-
-
-class ProgressFrame(BaseModel):
-    """``progress(msg)`` was called in the cell."""
-
-    type: Literal["progress"]
-    message: str
-
-
-class OutputFrame(BaseModel):
-    """A piece of stdout or stderr as it came (only with ``"stream_output": true``)."""
-
-    type: Literal["output"]
-    stream: Literal["stdout", "stderr"]
-    text: str
-
-
-class DisplayFrame(BaseModel):
-    """A rich output as it was displayed (only with ``"stream_output": true``)."""
-
-    type: Literal["display"]
-    data: dict[str, Any] = Field(description="A mime bundle.")
-
-
-class CellFrame(BaseModel):
-    """The final frame: the cell (fitted under 64 KiB unless ``stream_output`` was asked;
-    the whole cell is at ``GET /v1/pads/{name}/cells/{id}``)."""
-
-    type: Literal["cell"]
-    cell: Cell
-
-
-class ErrorFrame(BaseModel):
-    """The final frame of a stream the server could not finish."""
-
-    type: Literal["error"]
-    error: str
-    error_type: str | None = Field(None, description="The error class, when there is one.")
-
-
-EXECUTE_FRAMES = (ProgressFrame, OutputFrame, DisplayFrame, CellFrame, ErrorFrame)
 
 
 class Ok(BaseModel):
@@ -213,32 +124,6 @@ class ServerInfo(BaseModel):
     sandbox: Literal["landlock", "off", "unavailable"]
     sandbox_abi: int | None = Field(None, description="The Landlock ABI, when sandboxed.")
     confinement: Confinement
-
-
-class RunningBrief(BaseModel):
-    """The cell a busy pad runs."""
-
-    id: str
-    description: str
-
-
-class PadInfo(BaseModel):
-    """One pad's line of the pad list (runtime/padinfo.py); times are epoch seconds."""
-
-    name: str
-    status: Literal["idle", "busy", "stopped", "dead"] = Field(
-        description="busy: a cell runs; stopped: no kernel; dead: its kernel died and was not "
-        "restarted yet (the next cell restarts it; `cause` says how it died)."
-    )
-    cells: int = Field(description="Recorded cells.")
-    queued: int = Field(description="Cells waiting behind the running one.")
-    busy_since: float | None = Field(description="When the running cell started.")
-    running: RunningBrief | None = Field(description="The running cell (busy, dead).")
-    memory_bytes: int | None = Field(
-        description="Resident memory of the kernel's processes (idle and busy pads)."
-    )
-    last_activity: float | None = Field(description="When a cell last started or ended.")
-    cause: str | None = Field(description="How the kernel died (dead pads only).")
 
 
 class PadList(BaseModel):
@@ -423,11 +308,14 @@ class ResponseFailed(BaseModel):
     response: ResponseObject
 
 
-SUBMISSION_EVENTS = (
-    ResponseCreated,
-    ResponseTextDelta,
-    ResponseInProgress,
-    ResponseCompleted,
-    ResponseFailed,
-    ErrorFrame,
-)
+SubmissionEvent = Annotated[
+    Union[  # noqa: UP007
+        ResponseCreated,
+        ResponseTextDelta,
+        ResponseInProgress,
+        ResponseCompleted,
+        ResponseFailed,
+        ErrorFrame,
+    ],
+    Field(discriminator="type"),
+]

@@ -1,6 +1,7 @@
 """Server-sent events for ``execute-stream``, as a lean ASGI response.
 
-Each frame is ``data: <json>`` and a blank line. The frames are produced by their own task and
+Each frame is ``data: <json>`` and a blank line: a typed event (scratchpad/events.py) as
+:func:`~scratchpad.events.wire` gives it, or a dict. The frames are produced by their own task and
 sent from a queue, so a client that reads slowly (or not at all) never holds the cell up: the
 cell runs to its end and is recorded whatever the client does. While the client lags by more
 than ``BACKLOG_BYTES``, progress/output/display frames are dropped (the final cell carries the
@@ -19,9 +20,11 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from pydantic import BaseModel
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from scratchpad.events import wire
 from scratchpad.runtime.cell import rough_chars
 from scratchpad.text import clean_text
 
@@ -41,7 +44,7 @@ class EventStream(Response):
 
     def __init__(
         self,
-        frames: AsyncIterator[dict[str, Any]],
+        frames: AsyncIterator[BaseModel] | AsyncIterator[dict[str, Any]],
         *,
         ping_s: float = PING_S,
         on_disconnect: Callable[[], None] | None = None,
@@ -116,7 +119,8 @@ class EventStream(Response):
 
     async def _produce(self) -> None:
         try:
-            async for message in self.frames:
+            async for frame in self.frames:
+                message = wire(frame) if isinstance(frame, BaseModel) else frame
                 final = message.get("type") in self.final_types
                 if self._backlog > BACKLOG_BYTES and not final and self.pace_bytes is None:
                     self._dropped += 1
@@ -169,10 +173,11 @@ def _big(message: dict[str, Any]) -> bool:
     return rough_chars(cell) > BIG_FRAME_CHARS
 
 
-def encode(message: dict[str, Any], named: bool = False) -> bytes:
+def encode(event: dict[str, Any] | BaseModel, named: bool = False) -> bytes:
     """One frame (``named``: with an ``event:`` line of its type); text that cannot be UTF-8
     (a lone surrogate that slipped past the core's cleaning) becomes U+FFFD rather than
     breaking the stream."""
+    message = wire(event) if isinstance(event, BaseModel) else event
     text = json.dumps(message, ensure_ascii=False)
     try:
         data = text.encode()

@@ -1,6 +1,6 @@
-"""The shapes of what the web UI's routes say, for the OpenAPI document: a pad's live feed
-(runtime/watch.py's events), one pad's info, slices of long fields, workspace files, the
-forms a model asked for and the known engines' forms.
+"""The shapes of what the web UI's routes say, for the OpenAPI document: slices of long
+fields, workspace files, the forms a model asked for and the known engines' forms (a pad's
+live feed and its info are scratchpad/events.py's).
 
 Documentation only, as :mod:`scratchpad.server.schemas` (the tests check real answers against
 these models).
@@ -12,8 +12,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
-
-from scratchpad.server.schemas import Cell, ErrorFrame, PadInfo
 
 Absent = SkipJsonSchema[None]  # a key a form leaves out (never null): see FormPart
 
@@ -28,123 +26,6 @@ class FormPart(BaseModel):
     """A part of a form spec: its optional keys are left out when unset, never null."""
 
     model_config = ConfigDict(json_schema_extra=_no_null_defaults)
-
-
-# -- a pad's live feed (GET /v1/pads/{name}/events) ------------------------------------------
-class WatchedPad(PadInfo):
-    """A pad as its feed tells it: the pad list's line, or a pad not there (yet, or any more)."""
-
-    status: Literal["idle", "busy", "stopped", "dead", "new", "removed"] = Field(  # type: ignore[assignment]
-        description="As in the pad list; new: no such pad yet (the feed tells when it starts); "
-        "removed: the pad and its files were just removed."
-    )
-
-
-class CellBrief(BaseModel):
-    """A cell not recorded yet (its code and description scrubbed, cut to 64 KiB: head and
-    tail)."""
-
-    id: str
-    number: int = Field(description="The cell's number in its pad (1-based, fixed when queued).")
-    code: str
-    description: str
-
-
-class RunningState(CellBrief):
-    """The running cell as its watchers were told so far."""
-
-    started_at: float = Field(description="Epoch seconds.")
-    stdout: str = Field(description="The output so far: head and tail of 256 KiB per stream.")
-    stderr: str
-    displays: list[dict[str, Any]] = Field(description="The latest displays (mime bundles).")
-    displays_dropped: int = Field(description="Earlier displays no longer kept.")
-    progress: str | None = Field(description="The last progress message.")
-
-
-class FeedSnapshot(BaseModel):
-    """The first frame: how the pad stands (what came before the frames that follow)."""
-
-    type: Literal["snapshot"]
-    pad: WatchedPad
-    running: RunningState | None
-    queued: list[CellBrief] = Field(description="Cells waiting for their turn, in order.")
-    cells: int = Field(description="Recorded cells (read them at GET /v1/pads/{name}).")
-
-
-class FeedQueued(BaseModel):
-    """A cell was submitted (by any client) and waits for its turn."""
-
-    type: Literal["queued"]
-    cell: CellBrief
-
-
-class FeedStarted(BaseModel):
-    """The kernel entered a cell."""
-
-    type: Literal["started"]
-    id: str
-    number: int = Field(description="The cell's number in its pad (1-based).")
-    started_at: float
-
-
-class FeedOutput(BaseModel):
-    """A piece (at most 64 Ki characters) of what the running cell printed."""
-
-    type: Literal["output"]
-    id: str
-    stream: Literal["stdout", "stderr"]
-    text: str
-
-
-class FeedDisplay(BaseModel):
-    """A rich output the running cell displayed."""
-
-    type: Literal["display"]
-    id: str
-    data: dict[str, Any] = Field(description="A mime bundle.")
-
-
-class FeedProgress(BaseModel):
-    """``progress(msg)`` was called in the running cell."""
-
-    type: Literal["progress"]
-    id: str
-    message: str
-
-
-class FeedCell(BaseModel):
-    """A cell ended: recorded, or cancelled before its turn. Fitted under 1 MiB: long fields
-    keep head and tail (read them whole at GET /v1/pads/{name}/cells/{id}/text)."""
-
-    type: Literal["cell"]
-    cell: Cell
-
-
-class FeedStatus(BaseModel):
-    """The pad started, restarted, was reset, closed or removed, or its kernel died."""
-
-    type: Literal["status"]
-    pad: WatchedPad
-
-
-class FeedOverflow(BaseModel):
-    """The last frame for a client that fell too far behind: reconnect (a fresh snapshot)."""
-
-    type: Literal["overflow"]
-
-
-FEED_FRAMES = (
-    FeedSnapshot,
-    FeedQueued,
-    FeedStarted,
-    FeedOutput,
-    FeedDisplay,
-    FeedProgress,
-    FeedCell,
-    FeedStatus,
-    FeedOverflow,
-    ErrorFrame,
-)
 
 
 class TextSlice(BaseModel):
