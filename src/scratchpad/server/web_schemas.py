@@ -34,7 +34,7 @@ class FormPart(BaseModel):
 class WatchedPad(PadInfo):
     """A pad as its feed tells it: the pad list's line, or a pad not there (yet, or any more)."""
 
-    status: Literal["idle", "busy", "stopped", "dead", "new", "removed"] = Field(  # type: ignore[assignment]
+    status: Literal["idle", "busy", "asleep", "stopped", "dead", "new", "removed"] = Field(  # type: ignore[assignment]
         description="As in the pad list; new: no such pad yet (the feed tells when it starts); "
         "removed: the pad and its files were just removed."
     )
