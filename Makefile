@@ -50,6 +50,7 @@ bench: setup
 	$(BIN)/python bench/server.py
 	$(BIN)/python bench/scrub.py
 	$(BIN)/python bench/confinement.py
+	$(BIN)/python bench/sleep.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
