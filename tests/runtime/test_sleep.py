@@ -189,3 +189,18 @@ def test_the_state_file_is_private_and_keeps_fields_it_does_not_know(tmp_path: P
     raw = json.loads((tmp_path / STATE_FILE).read_text())
     assert raw["report"] == {"vars": 3} and raw["generation"] == 3
     assert os.stat(tmp_path / STATE_FILE).st_mode & 0o777 == 0o600
+
+
+async def test_after_a_restart_pads_with_cells_list_asleep_and_closed_ones_stopped(
+    workspace: Path, settings: Settings
+) -> None:
+    async with ScratchpadManager(workspace=workspace, settings=settings) as manager:
+        await (await manager.get_or_create("worked")).execute("1")
+        await manager.get_or_create("empty")
+    async with ScratchpadManager(workspace=workspace, settings=settings) as restarted:
+        listed = {info.name: info.status for info in await restarted.list_pads()}
+        assert listed == {"empty": "stopped", "worked": "asleep"}
+        assert (await restarted.pad_info("worked")).status == "asleep"
+        await restarted.get_or_create("worked")
+        await restarted.close("worked")  # closed on purpose: stopped, not asleep
+        assert (await restarted.pad_info("worked")).status == "stopped"
