@@ -204,3 +204,11 @@ async def test_after_a_restart_pads_with_cells_list_asleep_and_closed_ones_stopp
         await restarted.get_or_create("worked")
         await restarted.close("worked")  # closed on purpose: stopped, not asleep
         assert (await restarted.pad_info("worked")).status == "stopped"
+
+
+def test_a_remote_client_takes_a_status_and_fields_it_does_not_know() -> None:
+    from scratchpad.runtime.remote import pad_info
+
+    line = {"name": "far", "status": "hibernating", "cells": 3, "generation": 9}
+    info = pad_info(line)
+    assert (info.name, info.status, info.cells) == ("far", "hibernating", 3)
