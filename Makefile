@@ -51,6 +51,7 @@ bench: setup
 	$(BIN)/python bench/events.py
 	$(BIN)/python bench/scrub.py
 	$(BIN)/python bench/confinement.py
+	$(BIN)/python bench/sleep.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -57,6 +57,11 @@ class Settings(BaseSettings):
         description="Size of a pad's stored history; beyond it the oldest cells are folded away.",
     )
     kernel_start_timeout_s: float = Field(30.0, gt=0)
+    sleep_after_s: float = Field(
+        900.0,
+        ge=0,
+        description="A pad idle this long sleeps: its kernel stops until its next use (0: never).",
+    )
     kernel_memory_limit_mb: int | None = Field(
         None,
         gt=0,

@@ -137,9 +137,11 @@ class PadInfo(Model):
     """One pad's line of the pad list (runtime/padinfo.py); times are epoch seconds."""
 
     name: str
-    status: Literal["idle", "busy", "stopped", "dead"] = Field(
-        description="busy: a cell runs; stopped: no kernel; dead: its kernel died and was not "
-        "restarted yet (the next cell restarts it; `cause` says how it died)."
+    status: Literal["idle", "busy", "asleep", "stopped", "dead"] = Field(
+        description="busy: a cell runs; asleep: no kernel (it went to sleep when idle, or the "
+        "server restarted; its next use starts one); stopped: no kernel (closed, or no cells "
+        "yet); dead: its kernel died and was not restarted yet (the next cell restarts it; "
+        "`cause` says how it died). Take a status you do not know as stopped: more may come."
     )
     cells: int = Field(description="Recorded cells.")
     queued: int = Field(description="Cells waiting behind the running one.")
@@ -155,7 +157,7 @@ class PadInfo(Model):
 class WatchedPad(PadInfo):
     """A pad as its feed tells it: the pad list's line, or a pad not there (yet, or any more)."""
 
-    status: Literal["idle", "busy", "stopped", "dead", "new", "removed"] = Field(  # type: ignore[assignment]
+    status: Literal["idle", "busy", "asleep", "stopped", "dead", "new", "removed"] = Field(  # type: ignore[assignment]
         description="As in the pad list; new: no such pad yet (the feed tells when it starts); "
         "removed: the pad and its files were just removed."
     )

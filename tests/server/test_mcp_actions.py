@@ -67,6 +67,23 @@ async def test_list_shows_every_pad_with_its_status(settings: Settings, workspac
     assert nameless.is_error and "missing required field 'name'" in texts(nameless)
 
 
+async def test_list_shows_an_asleep_pad_with_when_it_was_last_active(
+    settings: Settings, workspace: Path
+) -> None:
+    sleepy = settings.model_copy(update={"sleep_after_s": 0.4})
+    async with connected(sleepy, workspace) as client:
+        assert not (await client.call_tool("scratchpad", run("nap", "1"))).is_error
+        deadline = time.monotonic() + 30
+        while "'nap': asleep" not in (
+            listed := texts(await client.call_tool("scratchpad", {"action": "list"}))
+        ):
+            assert time.monotonic() < deadline, f"the pad never fell asleep: {listed}"
+            await asyncio.sleep(0.05)
+        assert "- 'nap': asleep, 1 cell(s), active " in listed and " s ago" in listed
+        woken = await client.call_tool("scratchpad", run("nap", "2 + 2"))
+        assert not woken.is_error and "4" in texts(woken)
+
+
 async def test_cancel_stops_a_cell_another_call_started(
     settings: Settings, workspace: Path
 ) -> None:

@@ -37,6 +37,7 @@ from scratchpad.runtime.base import check_cell_id
 from scratchpad.runtime.cell import Cell, StreamItem, new_cell_id
 from scratchpad.runtime.limits import mib
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.padinfo import last_active
 from scratchpad.runtime.remote import RemoteRuntime
 from scratchpad.runtime.timeouts import check_estimate, check_timeout, name_parameters
 
@@ -388,21 +389,11 @@ def ls(
     for pad in pads:
         waiting = f", {pad['queued']} queued" if pad.get("queued") else ""
         memory = pad.get("memory_bytes")
+        active = last_active(pad.get("last_activity"), now)
         print_text(
             f"{pad['name']}\t{pad['status']}{waiting}\t{pad['cells']} cells\t"
-            f"{'-' if memory is None else mib(memory)}\t{since(pad.get('last_activity'), now)}"
+            f"{'-' if memory is None else mib(memory)}\t{active}"
         )
-
-
-def since(moment: float | None, now: float) -> str:
-    """When a pad was last active, as a person reads it: 'active 12 s ago', 'never active'."""
-    if moment is None:
-        return "never active"
-    seconds = max(0.0, now - moment)
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"active {seconds // size:.0f} {unit} ago"
-    return f"active {seconds:.0f} s ago"
 
 
 @app.command(cls=Command)

@@ -92,6 +92,12 @@ class ScratchpadRuntime(ABC):
     async def configure_llm(self, llm: PadLLM) -> None:
         """Set the model that this pad's cells reach through ``get_llm()``."""
 
+    async def sleep_if_idle(self, now: float) -> bool:
+        """Stop the pad's processes when it has been idle long enough at ``now`` (epoch
+        seconds) and nothing runs, waits or watches it; its next use wakes it. Whether it
+        went to sleep (backends that do not sleep: never)."""
+        return False
+
     @abstractmethod
     async def cleanup(self) -> None:
         """Stop the process and delete the environment and everything of the pad."""

@@ -1,7 +1,9 @@
 """One kernel at a time for a pad: started when a cell or an install needs one (its virtualenv
 rebuilt first when unusable, or after the kernel died too many times in a row), stopped on
 reset, close and after a kill, and asked things between cells; the notes its next cell is told
-(a restart, output that arrived between cells).
+(a restart, output that arrived between cells); its generation (one more at every start,
+kept in the pad's ``state.json`` with padstate.py); its sleep (the kernel stopped, the pad
+marked asleep) and its wake (the next start).
 
 The caller holds the pad's turn (its queue's lock) around every call that starts, stops or
 asks the kernel.
@@ -10,7 +12,10 @@ asks the kernel.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
+import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from scratchpad.errors import InstallError, KernelStartError, PadError, ScratchpadError
@@ -22,11 +27,13 @@ from scratchpad.runtime.history import CellHistory
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.runtime.launcher import Launcher
 from scratchpad.runtime.limits import LimitGuard
+from scratchpad.runtime.padstate import PadState, read_state, write_state
 from scratchpad.scrub import scrubber
 
 if TYPE_CHECKING:
     from scratchpad.runtime.local import LocalRuntime
 
+log = logging.getLogger(__name__)
 DEATHS_BEFORE_FULL_RESET = 2
 REQUEST_TIMEOUT_S = 30.0
 LATE_OUTPUT_CAP = 64 * 1024  # bytes of between-cells output kept per stream
@@ -48,6 +55,24 @@ class KernelSlot:
         self._late: dict[str, CappedOutput] = {}  # output that arrived between cells
         self.deaths_in_a_row = 0
         self._death_reported = False  # the last death was already told in its cell
+        self._state: PadState | None = None  # state.json, read when first needed
+        self.started_at: float | None = None  # when the latest kernel started (epoch s)
+
+    @property
+    def state(self) -> PadState:
+        """The pad's state (read from ``state.json`` the first time: blocking I/O)."""
+        if self._state is None:
+            self._state = read_state(self._pad.root)
+        return self._state
+
+    @property
+    def generation(self) -> int:
+        """The generation of the latest kernel (0 when none ever started)."""
+        return self.state.generation
+
+    @property
+    def asleep(self) -> bool:
+        return self._state is not None and self._state.asleep_since is not None
 
     def clear(self) -> None:
         """Forget the past kernels (a reset): their notes, late output and deaths."""
@@ -100,6 +125,7 @@ class KernelSlot:
                 except OSError:
                     await self.stop()  # no kernel outlives a start that failed
                     raise
+            await self._started()
             await self._guard.watch(self.kernel)
             self.kernel.on_exit = lambda kernel: pad.watch.died(pad, kernel)
             pad.watch.status(pad)
@@ -108,6 +134,49 @@ class KernelSlot:
             f"pad {pad.name!r}: no kernel after {attempts} attempts ({last_error}). Check that "
             f"{sys.executable} runs, that {pad.root} is writable, or remove the pad and retry."
         )
+
+    async def _started(self) -> None:
+        """A kernel started: its generation is one more than the last one's (written to
+        ``state.json`` off the event loop; a file that cannot be written is logged, the count
+        goes on in memory); a pad that was asleep is awake, its next cell told so."""
+        pad = self._pad
+        self.started_at = time.time()
+        state = self._state
+        if state is None:
+            state = await asyncio.to_thread(read_state, pad.root)
+        woke = state.asleep_since is not None
+        state = self._state = replace(state, generation=state.generation + 1, asleep_since=None)
+        try:
+            await asyncio.to_thread(write_state, pad.root, state)
+        except OSError as exc:
+            log.warning("pad %r: could not write its state (generation %d): %s",
+                        pad.name, state.generation, exc)  # fmt: skip
+        if woke:
+            self.notes.append(
+                "The pad was asleep; this is a fresh kernel (all variables from before were lost)."
+            )
+            if pad.on_wake is not None:
+                pad.on_wake(pad)
+
+    async def sleep(self, now: float, last_activity: float | None) -> None:
+        """Put the pad to sleep (the caller holds its turn; no cell runs or waits): the
+        kernel's state saved (:meth:`_checkpoint_all`), the kernel stopped, the pad marked
+        asleep since ``now`` in ``state.json``; its next start wakes it."""
+        pad = self._pad
+        await self._checkpoint_all()
+        await self.stop()
+        state = self._state
+        if state is None:
+            state = await asyncio.to_thread(read_state, pad.root)
+        state = self._state = replace(state, asleep_since=now, last_activity=last_activity)
+        try:
+            await asyncio.to_thread(write_state, pad.root, state)
+        except OSError as exc:
+            log.warning("pad %r: could not write its state (asleep): %s", pad.name, exc)
+
+    async def _checkpoint_all(self) -> None:
+        """Before the kernel stops for sleep: what it holds is saved, so the next start can
+        bring it back (nothing is saved yet: a woken pad starts with no variables)."""
 
     async def _rebuild_venv(self, why: str) -> None:
         pad = self._pad

@@ -4,6 +4,9 @@ Cells run one at a time, in the order they were submitted. Each has an id from t
 is queued: cancelling a queued cell removes it (it never runs), cancelling the running one
 interrupts it. Reset, close and remove end the running cell at once (saying its variables
 were lost) and cancel the queued ones.
+
+A pad idle for ``SCRATCHPAD_SLEEP_AFTER_S`` is put to sleep by its manager
+(:meth:`LocalRuntime.sleep_if_idle`): its kernel stops; its next use starts one again.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
 from scratchpad.config import Settings
@@ -74,6 +77,9 @@ class LocalRuntime(ScratchpadRuntime):
         )
         self._history = history
         self.watch = PadWatch(name)  # its live feed (the manager's, shared by name)
+        # Called when a kernel starts for this pad while it was asleep (the manager's: a pad
+        # it let go of when it fell asleep is used again).
+        self.on_wake: Callable[[LocalRuntime], None] | None = None
         self._slot = KernelSlot(self, launcher=self._launcher, guard=self._guard, history=history)
         self._flow = CellFlow(
             self, queue=self._queue, slot=self._slot, guard=self._guard, history=history,
@@ -122,6 +128,18 @@ class LocalRuntime(ScratchpadRuntime):
         """This pad's own limits, from its next kernel on (a running one keeps its own; the
         memory and disk limits hold at once, the watchdog reads them)."""
         self._guard.limits = limits
+
+    @property
+    def generation(self) -> int:
+        """The generation of the pad's latest kernel: one more at every kernel start, kept
+        across server restarts (0 for a pad whose kernel never started). Reads the pad's
+        ``state.json`` the first time."""
+        return self._slot.generation
+
+    @property
+    def asleep(self) -> bool:
+        """Whether the pad was put to sleep (no kernel) and not used since."""
+        return self._slot.asleep
 
     @property
     def pid(self) -> int | None:
@@ -186,6 +204,29 @@ class LocalRuntime(ScratchpadRuntime):
                 await asyncio.wait_for(run.done_event.wait(), self.settings.interrupt_grace_s + 10)
         else:  # queued, waiting for its kernel, or for a package to run again: it never runs
             ticket.cancel()
+        return True
+
+    async def sleep_if_idle(self, now: float) -> bool:
+        """Sleep when idle for ``SCRATCHPAD_SLEEP_AFTER_S`` at ``now`` (epoch seconds): the
+        kernel stopped, the pad marked asleep, its watchers told. Never while its turn is
+        taken (a cell runs, waits or finishes, an install runs: the lock is not waited for),
+        while a client watches its feed, or when it has no kernel. Whether it slept."""
+        after = self.settings.sleep_after_s
+        if not after or self.closed or self._slot.kernel is None or self._lock.locked():
+            return False
+        if self.busy or self.queued or self._flow.background or self.watch.watched:
+            return False
+        used = [t for t in (self.watch.last_activity, self._slot.started_at) if t is not None]
+        last = max(used, default=None)
+        if last is not None and now - last < after:
+            return False
+        await self._lock.acquire()  # free (checked above): taken without waiting
+        try:
+            await self._slot.sleep(now, last)
+            self._history.close()
+        finally:
+            self._lock.release()
+        self.watch.status(self, "asleep")
         return True
 
     async def configure_llm(self, llm: PadLLM) -> None:

@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
+import time
+import weakref
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 EARLY_CANCELS_KEPT = 256  # per pad
+SLEEP_CHECK_MAX_S = 60.0  # the sleeper looks at the pads at least this often
 
 NOTABLE_PACKAGES = (
     "numpy", "pandas", "polars", "scipy", "scikit-learn", "statsmodels", "matplotlib",
@@ -153,6 +156,14 @@ class ScratchpadManager:
         self._early_cancels: dict[str, dict[str, None]] = {}  # pad → ids cancelled before it ran
         self._counts = HistoryCounts()
         self.watches = PadWatches()  # the pads' live feeds, by name
+        # Pads that fell asleep and that someone still holds: the one runtime of their name
+        # (used again, it wakes and is this manager's again; see _woke).
+        self._asleep: weakref.WeakValueDictionary[str, ScratchpadRuntime] = (
+            weakref.WeakValueDictionary()
+        )
+        self._handed: dict[str, float] = {}  # when get_or_create last gave out each pad
+        self._closed: set[str] = set()  # pads closed on purpose here: stopped, not asleep
+        self._sleeper: asyncio.Task[None] | None = None
 
     async def get_or_create(
         self, name: str, *, limits: Mapping[str, object] | None = None
@@ -165,6 +176,7 @@ class ScratchpadManager:
         name = validate_pad_name(name)
         if limits is not None:
             PadLimits.from_settings(self.settings).changed(limits)  # checked before any start
+        self._handed[name] = time.time()  # a pad just given out does not fall asleep
         pad = self._pads.get(name)
         if pad is not None and not pad.closed:
             _set_limits(pad, limits)
@@ -186,12 +198,14 @@ class ScratchpadManager:
             if stopping is not None:  # the same pad is being closed or removed: let it finish
                 await asyncio.wait([stopping])
             self._loop = asyncio.get_running_loop()
-            pad = self._build(name)
+            self._start_sleeper()
+            pad = self._asleep.pop(name, None) or self._build(name)
             _set_limits(pad, limits)
             await pad.start()
             for cell_id in self._early_cancels.pop(name, {}):
                 await pad.cancel(cell_id)  # still on their way: they must not run
             self._pads[name] = pad
+            self._closed.discard(name)
             return pad
         finally:
             self._starting.pop(name, None)
@@ -201,7 +215,53 @@ class ScratchpadManager:
         pad = self._factory(name)
         if isinstance(pad, LocalRuntime):
             pad.watch = self.watches.get(name)
+            pad.on_wake = self._woke
         return pad
+
+    def _woke(self, pad: ScratchpadRuntime) -> None:
+        """A pad this manager let go of when it fell asleep started a kernel again (its
+        holder used it): it is this manager's running pad again."""
+        if self._asleep.get(pad.name) is pad:
+            del self._asleep[pad.name]
+        if pad.name not in self._starting:  # else the start registers it, once it is ready
+            self._pads.setdefault(pad.name, pad)
+
+    # -- sleep ------------------------------------------------------------------------------
+    def _start_sleeper(self) -> None:
+        """Start the task that puts idle pads to sleep (SCRATCHPAD_SLEEP_AFTER_S; 0: none)."""
+        after = self.settings.sleep_after_s
+        if after <= 0 or self.settings.backend != "local":
+            return
+        if self._sleeper is None or self._sleeper.done():
+            self._sleeper = asyncio.get_running_loop().create_task(self._sleep_idle_pads(after))
+
+    async def _sleep_idle_pads(self, after: float) -> None:
+        every = min(SLEEP_CHECK_MAX_S, after / 4)
+        while True:
+            await asyncio.sleep(every)
+            await self.sleep_idle(time.time())
+
+    async def sleep_idle(self, now: float) -> list[str]:
+        """Put to sleep every running pad idle for SCRATCHPAD_SLEEP_AFTER_S at ``now`` (see
+        ScratchpadRuntime.sleep_if_idle; a pad given out by get_or_create that long ago at
+        most stays awake): an asleep pad holds no process, and no runtime here (its next
+        get_or_create starts it again). The names of those that fell asleep."""
+        after = self.settings.sleep_after_s
+        slept = []
+        for name, pad in list(self._pads.items()):
+            if self._pads.get(name) is not pad or now - self._handed.get(name, 0.0) < after:
+                continue
+            try:
+                if not await pad.sleep_if_idle(now):
+                    continue
+            except Exception:  # one pad's trouble must not keep the others awake
+                log.exception("putting pad %r to sleep failed", name)
+                continue
+            if self._pads.get(name) is pad:  # not closed or removed meanwhile
+                del self._pads[name]
+                self._asleep[name] = pad
+            slept.append(name)
+        return slept
 
     def watch(self, name: str) -> PadWatch:
         """The live feed of pad ``name`` (it may not exist yet): subscribe to it."""
@@ -315,9 +375,7 @@ class ScratchpadManager:
         names = await asyncio.to_thread(self.names_on_disk)
         running = {name: pad for name, pad in self._pads.items() if not pad.closed}
         stopped = sorted(set(names) - set(running))
-        listed = await asyncio.to_thread(
-            lambda: [self._counts.stopped(n, pad_root(self.settings, n)) for n in stopped]
-        )
+        listed = await asyncio.to_thread(lambda: [self._at_rest(n) for n in stopped])
         listed += await describe_running([(pad, self._watched(pad)) for pad in running.values()])
         return sorted(listed, key=lambda info: info.name)
 
@@ -332,8 +390,12 @@ class ScratchpadManager:
             return (await describe_running([(pad, self._watched(pad))]))[0]
         if not self.exists(name) or self.settings.backend != "local":
             raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it")
+        return await asyncio.to_thread(self._at_rest, name)
+
+    def _at_rest(self, name: str) -> PadInfo:
+        """A pad on disk without a kernel here (blocking I/O)."""
         root = pad_root(self.settings, name)
-        return await asyncio.to_thread(self._counts.stopped, name, root)
+        return self._counts.stopped(name, root, closed=name in self._closed)
 
     def _watched(self, pad: ScratchpadRuntime) -> PadWatch | None:
         watch = getattr(pad, "watch", None)
@@ -365,7 +427,9 @@ class ScratchpadManager:
     async def remove(self, name: str) -> None:
         """Stop the pad and delete its environment (running or only on disk)."""
         name = validate_pad_name(name)
-        pad = self._pads.pop(name, None)
+        pad = self._pads.pop(name, None) or self._asleep.pop(name, None)
+        self._handed.pop(name, None)
+        self._closed.discard(name)
         if pad is None:
             if not await self.has_pad(name):
                 raise PadNotFoundError(f"no pad named {name!r}; there is nothing to remove")
@@ -376,6 +440,7 @@ class ScratchpadManager:
         """Stop one pad's kernel; its environment stays for the next get_or_create."""
         pad = self._pads.pop(validate_pad_name(name), None)
         if pad is not None:
+            self._closed.add(pad.name)
             await self._stop(name, pad.close(reason=reason))
 
     async def _stop(self, name: str, stopping: Coroutine[Any, Any, None]) -> None:
@@ -398,11 +463,17 @@ class ScratchpadManager:
     async def close_all(self, *, reason: str = CLOSED) -> None:
         """Stop every kernel (environments are kept); running cells end saying ``reason``.
         Safe to call twice."""
+        sleeper, self._sleeper = self._sleeper, None
+        if sleeper is not None:
+            sleeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sleeper
         for task in list(self._starting.values()):  # pads still starting join the others
             with contextlib.suppress(Exception):
                 await task
-        pads = list(self._pads.values())
+        pads = [*self._pads.values(), *self._asleep.values()]  # held asleep: closed too
         self._pads.clear()
+        self._asleep.clear()
         closing = (pad.close(reason=reason) for pad in pads)
         results = await asyncio.gather(*closing, return_exceptions=True)
         _log_failures("closing", pads, results)
@@ -418,8 +489,10 @@ class ScratchpadManager:
         while self._stopping:  # a pad still closing writes its last cells first
             await asyncio.wait(list(self._stopping.values()))
         pads = [pad for pad in self._pads.values() if not pad.closed]
+        pads += self._asleep.values()  # held by someone: their cells in memory too
         starting = list(self._starting.values())
         held = [name for name in names if name not in self._pads and name not in self._starting]
+        held = [name for name in held if name not in self._asleep]
         guard = asyncio.get_running_loop().create_future()
         for name in held:
             self._stopping[name] = guard  # _start waits for it

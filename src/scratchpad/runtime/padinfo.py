@@ -1,8 +1,8 @@
-"""One line of the pad list: how a pad is (idle, busy, stopped, dead and why), what it runs,
-since when, how much memory its kernel's processes hold, when it was last used.
+"""One line of the pad list: how a pad is (idle, busy, asleep, stopped, dead and why), what it
+runs, since when, how much memory its kernel's processes hold, when it was last used.
 
 Running pads are described from their runtime and their watch (no I/O); their memory and
-the history files of stopped pads are read on a worker thread.
+the history and state files of the others are read on a worker thread.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.history import count_cells
 from scratchpad.runtime.kernel import KernelProcess
+from scratchpad.runtime.padstate import read_state
 from scratchpad.runtime.proctree import tree_rss
 from scratchpad.runtime.watch import PadWatch
 from scratchpad.scrub import scrub
@@ -25,9 +26,12 @@ HISTORY = "history.jsonl"
 
 @dataclass(frozen=True, slots=True)
 class PadInfo:
-    """``status``: ``idle`` | ``busy`` (a cell runs) | ``stopped`` (no kernel) | ``dead``
-    (its kernel died and was not restarted yet; ``cause`` says how); ``queued`` counts the
-    cells waiting behind the running one; times are epoch seconds."""
+    """``status``: ``idle`` | ``busy`` (a cell runs) | ``asleep`` (no kernel: it went to
+    sleep, or the server restarted, since it last ran cells; its next use starts one) |
+    ``stopped`` (no kernel: closed, or no cells yet) | ``dead`` (its kernel died and was not
+    restarted yet; ``cause`` says how); ``queued`` counts the cells waiting behind the
+    running one; times are epoch seconds. Clients take a status they do not know as
+    ``stopped``: more may come."""
 
     name: str
     status: str
@@ -112,6 +116,17 @@ def pad_root(pad: ScratchpadRuntime) -> Path | None:
     return root if isinstance(root, Path) else None
 
 
+def last_active(moment: float | None, now: float) -> str:
+    """When a pad was last active, as a person reads it: 'active 12 s ago', 'never active'."""
+    if moment is None:
+        return "never active"
+    seconds = max(0.0, now - moment)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"active {seconds // size:.0f} {unit} ago"
+    return f"active {seconds:.0f} s ago"
+
+
 def modified(path: Path) -> float | None:
     try:
         return path.stat().st_mtime
@@ -129,19 +144,29 @@ async def describe_running(pads: list[tuple[ScratchpadRuntime, PadWatch | None]]
 
 
 class HistoryCounts:
-    """Cells and last use of stopped pads from their history files, counted again only when
-    a file changed (call from a worker thread)."""
+    """Cells and last use of pads without a kernel from their history and state files, the
+    history counted again only when it changed (call from a worker thread)."""
 
     def __init__(self) -> None:
         self._known: dict[Path, tuple[int, int, int]] = {}  # path → (size, mtime_ns, cells)
 
-    def stopped(self, name: str, root: Path) -> PadInfo:
+    def stopped(self, name: str, root: Path, *, closed: bool = False) -> PadInfo:
+        """Pad ``name`` at ``root``, which runs no kernel here: ``stopped`` when ``closed``
+        on purpose or without cells, else ``asleep`` (it fell asleep, or the server restarted
+        since it ran cells: its next use brings it back)."""
+        state = read_state(root)
         path = root / HISTORY
         try:
             stat = path.stat()
         except OSError:
-            return PadInfo(name, "stopped", 0, last_activity=modified(root))
-        return PadInfo(name, "stopped", self.count(path, stat), last_activity=stat.st_mtime)
+            cells, last = 0, modified(root)
+        else:
+            cells, last = self.count(path, stat), stat.st_mtime
+        if state.last_activity is not None:
+            last = max(state.last_activity, last or 0.0)
+        asleep = not closed and (state.asleep_since is not None or cells > 0)
+        status = "asleep" if asleep else "stopped"
+        return PadInfo(name, status, cells, last_activity=last)
 
     def count(self, path: Path, stat: os.stat_result) -> int:
         known = self._known.get(path)

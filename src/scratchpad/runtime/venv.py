@@ -7,6 +7,7 @@ Layout of a pad directory (which *is* the venv)::
     <pad>/scratchpad-venv.json    written once a kernel started from it (the verification)
     <pad>/pad.json                the pad's name (the directory may be a slug, see names.py)
     <pad>/history.jsonl           the pad's cells (see history.py)
+    <pad>/state.json              its generation, sleep and last use (see padstate.py)
 
 The venv also sees the packages of the environment Scratchpad itself runs in (a ``.pth`` file
 adds them after the pad's own), so what the host has installed is importable in every pad.
@@ -39,6 +40,7 @@ from scratchpad.fsutil import (
     private_dir,
 )
 from scratchpad.runtime import procgroup
+from scratchpad.runtime.padstate import STATE_FILE
 from scratchpad.scrub import scrub
 from scratchpad.text import find_control
 
@@ -46,7 +48,7 @@ MARKER = "scratchpad-venv.json"
 NAME_FILE = "pad.json"
 REQUIREMENTS = "requirements.txt"
 HOST_PTH = "_scratchpad_host.pth"
-KEEP_ON_REBUILD = ("requirements.txt", "history.jsonl", NAME_FILE)
+KEEP_ON_REBUILD = ("requirements.txt", "history.jsonl", NAME_FILE, STATE_FILE)
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CREATE_TIMEOUT_S = 60.0
 OUTPUT_CAP = 64 * 1024  # characters of an installer's output kept (head and tail)
@@ -101,7 +103,7 @@ def read_name(root: Path) -> str | None:
     return name if isinstance(name, str) else None
 
 
-PAD_FILES = ("pyvenv.cfg", MARKER, NAME_FILE, REQUIREMENTS, "history.jsonl")
+PAD_FILES = ("pyvenv.cfg", MARKER, NAME_FILE, REQUIREMENTS, "history.jsonl", STATE_FILE)
 VENV_ENTRIES = frozenset(
     {*PAD_FILES, "bin", "lib", "lib64", "include", "share", "tmp", ".gitignore", "CACHEDIR.TAG"}
 )  # what a pad's directory holds, whole or half-made by an earlier version

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import replace
 from typing import Any, NoReturn
 
@@ -16,7 +17,7 @@ from scratchpad.padnames import MAX_NAME_CHARS, validate_pad_name
 from scratchpad.runtime.base import ScratchpadRuntime, check_cell_id
 from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent, StreamItem, new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager
-from scratchpad.runtime.padinfo import PadInfo
+from scratchpad.runtime.padinfo import PadInfo, last_active
 from scratchpad.runtime.timeouts import check_estimate, check_timeout, name_parameters
 from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome, given
 from scratchpad.tools.cell_result import cell_outcome
@@ -40,8 +41,9 @@ EMPTY_CODE = (
 ACTION_HELP = (
     "What to do. exec: run `code` in pad `name` (created if new) and get its output, the "
     "value of its last expression, errors and plots. view: the pad's cells as text. dump: its "
-    "cells as notebook markdown. list: every pad with its status (busy, idle, stopped) and "
-    "number of cells; needs no name. reset: clear the pad's variables (packages stay). "
+    "cells as notebook markdown. list: every pad with its status (busy, idle, asleep: starts "
+    "again on its next use, stopped) and number of cells; needs no name. reset: clear the "
+    "pad's variables (packages stay). "
     "remove: delete the pad, its variables and packages. install: add `packages` to the pad. "
     "cancel: stop the pad's running cell (variables kept), or the queued or running cell "
     "`cell_id`. Read-only: view, dump, list. Destructive: reset, remove (cancel interrupts)."
@@ -232,7 +234,9 @@ def pad_list(pads: list[PadInfo]) -> str:
     lines = [f"{len(pads)} pad(s):"]
     for info in pads:
         queued = f", {info.queued} queued" if info.queued else ""
-        lines.append(f"- {info.name!r}: {info.status}, {info.cells} cell(s){queued}")
+        asleep = info.status == "asleep"
+        rest = f", {last_active(info.last_activity, time.time())}" if asleep else ""
+        lines.append(f"- {info.name!r}: {info.status}, {info.cells} cell(s){queued}{rest}")
     return "\n".join(lines)
 
 

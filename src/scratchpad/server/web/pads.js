@@ -1,8 +1,9 @@
 // The pads list (#/): every pad with its status (busy ones with the time they have been
 // busy, dead ones with their cause), memory, last activity and cells; refreshed every few
-// seconds; a name typed in "New pad" opens its (empty) notebook.
+// seconds; an asleep pad has a "Wake" button (starts its kernel); a name typed in "New pad"
+// opens its (empty) notebook.
 
-import { getJSON } from "./api.js";
+import { getJSON, sendJSON } from "./api.js";
 import { h, replace } from "./dom.js";
 import { ago, bytes } from "./format.js";
 import { statusChip } from "./padstatus.js";
@@ -23,7 +24,7 @@ export function mount(root) {
   root.replaceChildren(h("section", { class: "pads-page" }, h("div", { class: "page-head" }, h("h1", {}, "Pads"), newPadForm()), notice, table, empty));
   let pads = [];
   const draw = () => {
-    replace(body, pads.map(row));
+    replace(body, pads.map((pad) => row(pad, wake)));
     empty.hidden = pads.length > 0;
     table.hidden = pads.length === 0;
   };
@@ -37,6 +38,18 @@ export function mount(root) {
     }
     draw();
   };
+  const wake = async (name, button) => {
+    button.disabled = true;
+    button.textContent = "Waking…";
+    try {
+      await sendJSON("/scratchpad/start", { name });
+      notice.hidden = true;
+    } catch (error) {
+      notice.hidden = false;
+      notice.textContent = `Could not wake ${name}: ${error.message}`;
+    }
+    await refresh();
+  };
   refresh();
   const poll = setInterval(refresh, REFRESH_MS);
   const tick = setInterval(() => pads.some((p) => p.status === "busy") && draw(), 1000);
@@ -46,11 +59,16 @@ export function mount(root) {
   };
 }
 
-function row(pad) {
+function row(pad, wake) {
   const link = h("a", { href: `#/pads/${encodeURIComponent(pad.name)}` }, pad.name);
   const status = h("td", { "data-label": "Status" }, statusChip(pad));
   if (pad.status === "busy" && pad.running?.description) {
     status.append(h("span", { class: "running-what" }, pad.running.description));
+  }
+  if (pad.status === "asleep") {
+    const button = h("button", { type: "button", class: "small wake", "aria-label": `Wake ${pad.name}` }, "Wake");
+    button.addEventListener("click", () => wake(pad.name, button));
+    status.append(" ", button);
   }
   return h(
     "tr",

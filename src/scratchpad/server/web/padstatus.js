@@ -1,5 +1,6 @@
-// A pad's status as words and a colour: idle, busy (with the time it has been busy), stopped,
-// dead (with its cause). Works with the older list entries too (no busy_since, no cause).
+// A pad's status as words and a colour: idle, busy (with the time it has been busy), asleep
+// (no kernel until its next use), stopped, dead (with its cause). Works with the older list
+// entries too (no busy_since, no cause); a status it does not know shows as its word.
 
 import { h } from "./dom.js";
 import { duration, since } from "./format.js";
@@ -9,11 +10,19 @@ export function statusText(info) {
   if (status === "busy" && info.busy_since) return `busy · ${duration(Math.floor(since(info.busy_since)))}`;
   if (status === "dead" && info.cause) return `dead: ${info.cause}`;
   if (status === "busy" && info.queued) return `busy · ${info.queued} queued`;
-  return status;
+  return String(status);
 }
 
+/** The colour class of a status: `status-<word>` for the known ones, else `status-unknown`. */
+export function statusClass(info) {
+  const status = info.status || "unknown";
+  return KNOWN.has(status) ? `status-${status}` : "status-unknown";
+}
+
+const KNOWN = new Set(["idle", "busy", "asleep", "stopped", "dead", "new", "removed"]);
+
 export function statusChip(info) {
-  return h("span", { class: `chip status-${info.status || "unknown"}` }, statusText(info));
+  return h("span", { class: `chip ${statusClass(info)}` }, statusText(info));
 }
 
 /** The header of a pad's pages: its name, its status, tabs (Notebook · Files), actions. */
@@ -32,7 +41,7 @@ export function padHeader(name, active, actions = []) {
   let info = null;
   const show = () => {
     if (!info) return;
-    chip.className = `chip status-${info.status || "unknown"}`;
+    chip.className = `chip ${statusClass(info)}`;
     chip.textContent = statusText(info);
   };
   const timer = setInterval(show, 1000);
