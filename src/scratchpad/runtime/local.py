@@ -18,7 +18,6 @@ from pathlib import Path
 from scratchpad.config import Settings
 from scratchpad.errors import (
     InstallError,
-    InvalidInputError,
     KernelStartError,
     PadClosedError,
     PadError,
@@ -27,6 +26,7 @@ from scratchpad.errors import (
 from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
 from scratchpad.runtime import autoinstall, venv, workdir
+from scratchpad.runtime.accepts import check_repeat, load_recovered
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import CappedOutput, Cell, ProgressEvent, StreamItem, new_cell_id
 from scratchpad.runtime.cellqueue import CellQueue, Ticket
@@ -104,7 +104,7 @@ class LocalRuntime(ScratchpadRuntime):
         """The recorded cells (read from disk on first use; :meth:`load_cells` does it off
         the event loop)."""
         if not self._loaded:
-            self._set_loaded(self._history.load())
+            self._set_loaded(load_recovered(self._history))
         return self._cells
 
     @cells.setter
@@ -119,7 +119,7 @@ class LocalRuntime(ScratchpadRuntime):
     async def load_cells(self) -> list[Cell]:
         """The recorded cells, read from disk in a thread the first time."""
         if not self._loaded:
-            self._set_loaded(await asyncio.to_thread(self._history.load))
+            self._set_loaded(await asyncio.to_thread(load_recovered, self._history))
         return self._cells
 
     @property
@@ -270,11 +270,7 @@ class LocalRuntime(ScratchpadRuntime):
         if request.cell_id is not None:
             known = await self._known(request.cell_id)
             if known is not None:
-                if known.code != request.code:
-                    raise InvalidInputError(
-                        f"cell id {request.cell_id!r} already names a cell with other code; "
-                        "give this cell a new id"
-                    )
+                check_repeat(request.cell_id, request.code, known_code=known.code, known_sha=None)
                 yield known  # a repeated submit: the cell it names, not a second run
                 return
         cell = Cell(

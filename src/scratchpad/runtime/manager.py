@@ -151,6 +151,7 @@ class ScratchpadManager:
         self._stopping: dict[str, asyncio.Future[None]] = {}
         self._warned: set[str] = set()  # stray entries of pads/ already logged
         self._early_cancels: dict[str, dict[str, None]] = {}  # pad → ids cancelled before it ran
+        self.accepting: dict[tuple[str, str], str] = {}  # (pad, cell id) being accepted: hash
         self._counts = HistoryCounts()
         self.watches = PadWatches()  # the pads' live feeds, by name
 

@@ -45,6 +45,7 @@ from scratchpad.runtime.manager import ScratchpadManager, pad_root
 from scratchpad.runtime.padinfo import HISTORY
 from scratchpad.runtime.timeouts import check_timeout
 from scratchpad.server.browser_auth import FORM_PREFIX, BrowserSessions
+from scratchpad.server.cells_routes import cells_routes
 from scratchpad.server.conditional import VALIDATOR_HEADERS, Validators, answer_bytes, documented
 from scratchpad.server.datavault_routes import datavault_routes
 from scratchpad.server.files_routes import files_routes, upload_limit
@@ -57,13 +58,11 @@ from scratchpad.server.housekeeping import housekeeping
 from scratchpad.server.login_routes import login_routes
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
 from scratchpad.server.openapi import answers, api_docs, attachment, sse
-from scratchpad.server.pad_feed_routes import pad_feed_routes, recorded_cell
+from scratchpad.server.pad_feed_routes import pad_feed_routes
 from scratchpad.server.schemas import (
     EXECUTE_FRAMES,
     CancelAnswer,
-    Cell,
     CellId,
-    CellIdPath,
     InstallAnswer,
     Notebook,
     Ok,
@@ -182,6 +181,7 @@ def create_app(
     _protocol_routes(app, manager)
     _read_routes(app, manager)
     pad_feed_routes(app, manager)
+    app.include_router(cells_routes(manager))
     vault_routes(app, manager)
     datavault_routes(app, manager, forms)
     forms_routes(app, forms)
@@ -382,11 +382,6 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         name = segment_name(name)
         cells = list(await manager.peek(name).load_cells())
         return await _json(lambda: {"name": name, "cells": [cell.to_dict() for cell in cells]})
-
-    @app.get("/v1/pads/{name}/cells/{cell_id}", **answers(Cell, 400, 404))
-    async def pad_cell(name: PadPath, cell_id: CellIdPath) -> Response:
-        cell = await recorded_cell(manager, segment_name(name), cell_id)
-        return await _json(cell.to_dict)
 
     markdown_answers = _export_answers(MARKDOWN, "text/markdown")
     notebook_answers = _export_answers(Notebook, IPYNB)
