@@ -11,7 +11,10 @@ history: history.frame) holds ``{id, payload_sha256, accepted_at, number, boot}`
 detached cell, written before the submit is answered. It keeps a payload's hash for the
 rules above, and it lets a server that was killed say what became of a cell it had
 accepted: an id of an earlier server process (``boot``) that the history does not hold is
-recorded ``killed`` the first time the pad's history is read; it is never run again.
+recorded ``killed`` the first time the pad's history is read; it is never run again. Cells
+run in the order of their numbers, so only an id numbered after the last recorded cell can
+be such a cell (older ids missing from the history were folded away). A reset forgets the
+log with the history.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scratchpad.errors import CellAcceptingError, CellIdReusedError, PadError, ScratchpadError
-from scratchpad.fsutil import append_whole, disk_full_in
+from scratchpad.fsutil import append_whole, atomic_write_bytes, disk_full_in
 from scratchpad.runtime.cell import Cell, new_cell_id
 from scratchpad.runtime.history import CellHistory, frame, unframe
 from scratchpad.runtime.watch import PadWatch
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
     from scratchpad.runtime.manager import ScratchpadManager
 
 ACCEPTED = "accepted.jsonl"
+MAX_BYTES = 256 * 1024  # about 1500 entries
 BOOT = secrets.token_hex(6)  # this server process: ids it accepted are its own to finish
 KILLED = (
     "The server stopped (or was killed) before this cell ended; it was not run again. Its "
@@ -114,14 +118,27 @@ class AcceptLog:
         return entries
 
     def append(self, entry: Accepted) -> None:
-        """Add one entry, whole or not at all (a full disk raises DiskFullError)."""
+        """Add one entry, whole or not at all (a full disk raises DiskFullError); past
+        ``MAX_BYTES`` the older half goes (their cells are long recorded: a repeat of such an
+        old id is then compared by its code)."""
         data = frame(json.dumps(asdict(entry), ensure_ascii=False).encode())
         with _lock(self.path), disk_full_in(self.disk):
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 append_whole(fd, data)
+                size = os.fstat(fd).st_size
             finally:
                 os.close(fd)
+            if size > MAX_BYTES:
+                newest = sorted(self.load().values(), key=lambda e: e.accepted_at)
+                kept = newest[len(newest) // 2 :]
+                body = b"".join(frame(json.dumps(asdict(e)).encode()) for e in kept)
+                atomic_write_bytes(self.path, body, mode=0o600)
+
+    def clear(self) -> None:
+        """Forget every entry (the pad was reset: its cells and their numbers start over)."""
+        with _lock(self.path), contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
 
 
 def _lock(path: Path) -> threading.Lock:
@@ -139,7 +156,12 @@ def load_recovered(history: CellHistory) -> list[Cell]:
         if not accepts.path.exists():
             return cells
         known = {cell.id for cell in cells}
-        lost = [e for e in accepts.load().values() if e.boot != BOOT and e.id not in known]
+        last = max((cell.number for cell in cells), default=0)  # older ones were folded away
+        lost = [
+            entry
+            for entry in accepts.load().values()
+            if entry.boot != BOOT and entry.id not in known and entry.number > last
+        ]
         for entry in lost:
             cell = Cell(code="", id=entry.id, number=entry.number, status="killed", error=KILLED)
             try:

@@ -26,7 +26,7 @@ from scratchpad.errors import (
 from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
 from scratchpad.runtime import autoinstall, venv, workdir
-from scratchpad.runtime.accepts import check_repeat, load_recovered
+from scratchpad.runtime.accepts import AcceptLog, check_repeat, load_recovered
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import CappedOutput, Cell, ProgressEvent, StreamItem, new_cell_id
 from scratchpad.runtime.cellqueue import CellQueue, Ticket
@@ -178,6 +178,7 @@ class LocalRuntime(ScratchpadRuntime):
             await self._stop_kernel()
             self.cells = []
             self._history.clear()
+            AcceptLog(self.root).clear()
             self._last_number = 0  # the history is gone: numbers start again at 1
             self._notes.clear()
             self._late = {}
