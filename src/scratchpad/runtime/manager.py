@@ -83,7 +83,10 @@ def remote_factory(settings: Settings) -> RuntimeFactory:
     url, key = settings.remote_url or "", settings.remote_api_key or ""
 
     def build(name: str) -> ScratchpadRuntime:
-        return RemoteRuntime(name, url=url, api_key=key, compact_keep=settings.compact_keep_cells)
+        return RemoteRuntime(
+            name, url=url, api_key=key, compact_keep=settings.compact_keep_cells,
+            reconnect_s=settings.reconnect_s,
+        )  # fmt: skip
 
     return build
 

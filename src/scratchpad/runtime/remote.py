@@ -6,6 +6,13 @@ that failed before any answer came (a kept-alive connection the server had just 
 the server recognises a repeated id and never runs the cell twice; and cancelling exactly this
 cell when the caller's task is cancelled. Cells ask the server to keep running when the
 connection drops (``on_disconnect: continue``): a dropped connection is not a user's cancel.
+
+When the stream drops after it began, the client follows the cell again on the server's
+``GET /v1/pads/{name}/cells/{id}/events`` (a Scratchpad server's), from the start and then
+with ``Last-Event-ID``, for up to ``reconnect_s`` seconds (waits of 0.2 s doubling to 5 s);
+what it had already yielded is skipped, so nothing comes twice. The cell is only ever the
+server's record: a cell the server no longer knows, a server without that route, or one that
+stays away raises PadError (the result is unknown), never a made-up cell.
 """
 
 from __future__ import annotations
@@ -61,6 +68,9 @@ DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
 # it happen anyway, the cell is sent again with its id (see _stream).
 POOL_KEEPALIVE_S = 1.0
 CANCEL_TIMEOUT_S = 10.0
+RECONNECT_S = 120.0  # SCRATCHPAD_RECONNECT_S
+RECONNECT_FIRST_S = 0.2
+RECONNECT_STEP_MAX_S = 5.0
 # How the protocol reports a failed install: "Install failed (exit N): ..." or "(timed out)".
 INSTALL_FAILED = re.compile(r"Install failed \((?:exit (-?\d+)|[^)]*)\): ?(.*)", re.DOTALL)
 
@@ -70,9 +80,18 @@ log = logging.getLogger(__name__)
 class RemoteRuntime(ScratchpadRuntime):
     """The runtime contract over HTTP; cells are kept locally as they come back."""
 
-    def __init__(self, name: str, *, url: str, api_key: str, compact_keep: int = 5) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        url: str,
+        api_key: str,
+        compact_keep: int = 5,
+        reconnect_s: float = RECONNECT_S,
+    ) -> None:
         super().__init__(name, compact_keep=compact_keep)
         self.url = url.rstrip("/")
+        self.reconnect_s = reconnect_s  # how long a dropped cell stream is followed again
         self._client = httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {api_key}"},
@@ -215,6 +234,7 @@ class RemoteRuntime(ScratchpadRuntime):
 
     async def _stream(self, body: dict[str, Any]) -> AsyncGenerator[StreamItem, None]:
         cell: Cell | None = None
+        seen = _Seen()
         for attempt in (1, 2):
             answered = False
             try:
@@ -229,6 +249,7 @@ class RemoteRuntime(ScratchpadRuntime):
                         if isinstance(item, Cell):
                             cell = item
                         else:
+                            seen.count(item)
                             yield item
             except ScratchpadError:
                 raise  # the server's own answer, e.g. a refused argument
@@ -238,15 +259,91 @@ class RemoteRuntime(ScratchpadRuntime):
                 if cell is None and not answered and attempt == 1:
                     continue  # nothing came back: safe to ask again, the id prevents a rerun
                 if cell is None:
-                    what = f"went away during this cell ({exc!r}); its result is unknown"
-                    yield self._lost(body, what)
+                    what = f"went away during this cell ({exc!r})"
+                    async for item in self._follow(body, seen, what):
+                        yield item
                     return
             break
         if cell is None:
-            yield self._lost(body, "ended the stream without a result")
+            async for item in self._follow(body, seen, "ended the stream without a result"):
+                yield item
             return
         self.cells.append(cell)
         yield cell
+
+    async def _follow(
+        self, body: dict[str, Any], seen: _Seen, what: str
+    ) -> AsyncGenerator[StreamItem, None]:
+        """Follow a cell whose stream dropped on the server's cell events, reconnecting with
+        ``Last-Event-ID``; its items not yielded yet, then its record. PadError when the
+        server cannot say (see the module)."""
+        path = f"/v1/pads/{url_component(self.name)}/cells/{url_component(body['id'])}"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.reconnect_s
+        delay = RECONNECT_FIRST_S
+        last: str | None = None
+        while True:
+            headers = {"Last-Event-ID": last} if last else {}
+            try:
+                async with aconnect_sse(
+                    self._client, "GET", f"{path}/events", headers=headers
+                ) as source:
+                    if source.response.status_code >= 400:
+                        await source.response.aread()
+                        raise self._unfollowable(source.response, what)
+                    async for event in source.aiter_sse():
+                        last = event.id or last
+                        message = json.loads(event.data)
+                        if message.get("type") == "resync":
+                            seen.skip_all()  # what follows is new; what it missed, the cell has
+                            message = _resynced(message)
+                        item = _stream_item(message)
+                        if isinstance(item, Cell):
+                            cell = await self._whole(path, item)
+                            self.cells.append(cell)
+                            yield cell
+                            return
+                        if item is not None and (item := seen.new(item)) is not None:
+                            yield item
+            except ScratchpadError:
+                raise
+            except (httpx.HTTPError, SSEError, ValueError) as exc:
+                log.info("pad %r: following cell %s again (%r)", self.name, body["id"], exc)
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise PadError(
+                    f"The server at {self.url} {what} and did not answer for "
+                    f"{self.reconnect_s:g} s (SCRATCHPAD_RECONNECT_S); the cell's result is "
+                    f"unknown: it may still run (GET {path})."
+                )
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, RECONNECT_STEP_MAX_S)
+
+    def _unfollowable(self, response: httpx.Response, what: str) -> ScratchpadError:
+        """Why a dropped cell cannot be followed on this server: no such route, or no such
+        cell (it was never recorded: the server restarted), or the server's own error."""
+        error = _error(response)
+        if response.status_code not in (404, 405):
+            return error
+        try:
+            kind = response.json().get("type")
+        except (ValueError, AttributeError):
+            kind = None
+        if kind == "PadNotFoundError":
+            why = "and no longer knows the cell (it restarted before recording it)"
+        else:
+            why = "and cannot be asked for the cell again (it has no cell events)"
+        return PadError(
+            f"The server at {self.url} {what} {why}; the cell's result is unknown. Check the "
+            "pad and run the cell again."
+        )
+
+    async def _whole(self, path: str, cell: Cell) -> Cell:
+        """The whole record (a stream's frame may have cut long fields)."""
+        try:
+            return Cell.from_dict(await self._get(path))
+        except (ScratchpadError, ValueError, TypeError):
+            return cell
 
     async def _items(self, events: AsyncIterator[ServerSentEvent]) -> AsyncIterator[StreamItem]:
         """The stream's items up to its cell; what follows the cell is read (briefly) so the
@@ -279,11 +376,6 @@ class RemoteRuntime(ScratchpadRuntime):
         task = asyncio.get_running_loop().create_task(cancel())
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
-
-    def _lost(self, body: dict[str, Any], what: str) -> Cell:
-        """A cell whose fate the server did not report: killed, saying why."""
-        error = f"The server at {self.url} {what}. Check it and run the cell again."
-        return self._local_cell(body, error, status="killed")
 
     def _local_cell(
         self, body: dict[str, Any], error: str, status: CellStatus = "cancelled"
@@ -356,6 +448,52 @@ def credentials_description(url: str, api_key: str, timeout: float = 5.0) -> str
     except (httpx.HTTPError, ValueError, AttributeError):
         return ""
     return description if isinstance(description, str) else ""
+
+
+class _Seen:
+    """What a dropped stream already yielded, so following the cell again yields the rest
+    only: characters per output stream, progress messages and displays, in order."""
+
+    def __init__(self) -> None:
+        self.chars: dict[str, int] = {}
+        self.progress = 0
+        self.displays = 0
+
+    def count(self, item: StreamItem) -> None:
+        if isinstance(item, OutputEvent):
+            self.chars[item.stream] = self.chars.get(item.stream, 0) + len(item.text)
+        elif isinstance(item, ProgressEvent):
+            self.progress += 1
+        elif isinstance(item, DisplayEvent):
+            self.displays += 1
+
+    def new(self, item: StreamItem) -> StreamItem | None:
+        """``item`` (or its part) not yielded before; None when it was."""
+        if isinstance(item, OutputEvent):
+            skip = self.chars.get(item.stream, 0)
+            if skip:
+                self.chars[item.stream] = max(0, skip - len(item.text))
+                rest = item.text[skip:]
+                return OutputEvent(item.stream, rest) if rest else None
+        elif isinstance(item, ProgressEvent) and self.progress:
+            self.progress -= 1
+            return None
+        elif isinstance(item, DisplayEvent) and self.displays:
+            self.displays -= 1
+            return None
+        return item
+
+    def skip_all(self) -> None:
+        self.chars.clear()
+        self.progress = self.displays = 0
+
+
+def _resynced(message: dict[str, Any]) -> dict[str, Any]:
+    """A resync frame as the cell frame it stands for once the cell ended (else nothing)."""
+    cell = message.get("cell")
+    if isinstance(cell, dict) and cell.get("status") not in (None, "queued", "running"):
+        return {"type": "cell", "cell": cell}
+    return {}
 
 
 def _body(name: str, request: CellRequest) -> dict[str, Any]:
