@@ -26,6 +26,7 @@ CELL_BYTES = 1024 * 1024  # what one cell's ring holds, about (text characters)
 CELL_FRAMES = 4096
 KEEP_S = 600.0
 KEEP_FINISHED = 64
+FINISHED_BYTES = 8 * 1024 * 1024  # what a pad's finished journals hold together, about
 TERMINAL = "cell"  # the type of the runtime's record, the last frame of a journal
 
 
@@ -185,10 +186,12 @@ class Journals:
         return self._opened
 
     def add(self, cell_id: str, event: dict[str, Any], size: int) -> None:
+        """An event of a cell: of the generation it runs in (its record too, written after
+        a new kernel replaced the one that died under it), else the current one."""
         journal = self.by_id.get(cell_id)
         if journal is None:
             journal = self.open(cell_id)
-        journal.append(event, size, self.generation)
+        journal.append(event, size, journal.gen if journal.ran else self.generation)
 
     def started(self, cell_id: str) -> None:
         """A cell started in the current generation; journals of older generations that
@@ -211,8 +214,12 @@ class Journals:
         return sorted(done, key=lambda journal: journal.finished_at or 0.0, reverse=True)
 
     def _prune(self) -> None:
+        """Drop finished journals past their time, their count or their bytes (the record on
+        disk is the truth then: a client gets a resync)."""
         now = time.monotonic()
+        held = 0
         for index, journal in enumerate(self.finished()):
             ended = journal.finished_at or now
-            if index >= KEEP_FINISHED or now - ended > KEEP_S:
+            held += journal.bytes
+            if index >= KEEP_FINISHED or now - ended > KEEP_S or held > FINISHED_BYTES:
                 del self.by_id[journal.cell_id]

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from scratchpad.errors import InvalidInputError, PadNotFoundError
@@ -136,10 +137,11 @@ def cells_routes(manager: ScratchpadManager) -> APIRouter:
         return {"cells": cells}
 
     @router.get("/v1/pads/{name}/cells/{cell_id}", **answers(CellStanding, 400, 404))
-    async def pad_cell(name: PadPath, cell_id: CellIdPath) -> dict[str, Any]:
+    async def pad_cell(name: PadPath, cell_id: CellIdPath) -> Response:
         """The cell as it stands: recorded (the whole cell), or queued or running with its
         output so far."""
-        return await _standing(manager, segment_name(name), cell_id)
+        standing = await _standing(manager, segment_name(name), cell_id)
+        return await _encoded(standing)
 
     @router.get(
         "/v1/pads/{name}/cells/{cell_id}/events", **sse(CELL_FRAMES, 400, 404, ending=ENDING)
@@ -196,6 +198,12 @@ def cells_routes(manager: ScratchpadManager) -> APIRouter:
         return {"ok": True, "cancelled": await manager.cancel(segment_name(name), cell_id)}
 
     return router
+
+
+async def _encoded(data: dict[str, Any]) -> Response:
+    """A JSON answer encoded on a worker thread (a recorded cell can be many MB)."""
+    body = await asyncio.to_thread(lambda: json.dumps(data, ensure_ascii=False).encode())
+    return Response(body, media_type="application/json")
 
 
 def _estimate(seconds: float | None) -> float:
