@@ -224,22 +224,38 @@ async def test_a_connection_cut_mid_cell_is_followed_again_missing_nothing_repea
             relay.close()
 
 
-async def test_a_cell_a_restarted_server_never_recorded_is_an_error_not_a_cell(
+async def test_a_cell_of_a_killed_server_is_its_record_after_the_restart(
     tmp_path: Path,
 ) -> None:
     home, port = tmp_path / "home", free_port()
     with running_server(home, tmp_path, KEY, port=port) as (url, process):
         pad = RemoteRuntime("lost", url=url, api_key=KEY, reconnect_s=60.0)
         await pad.start()
-        running = asyncio.create_task(pad.execute("import time\ntime.sleep(60)"))
+        running = asyncio.create_task(pad.execute("import time\ntime.sleep(60)", cell_id="cut"))
         observer = RemoteRuntime("lost", url=url, api_key=KEY)
         while not any(p["status"] == "busy" for p in await observer.server_pads()):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         process.kill()
         process.wait()
-    with (
-        running_server(home, tmp_path, KEY, port=port),  # back on the same address
-        pytest.raises(PadError, match="no longer knows the cell"),
-    ):
-        await asyncio.wait_for(running, 60)
+    with running_server(home, tmp_path, KEY, port=port):  # back on the same address
+        cell = await asyncio.wait_for(running, 60)
+    assert cell.id == "cut" and cell.status == "killed"  # the server's record, not ours
+    assert "not run again" in (cell.error or "")
+
+
+async def test_a_cell_the_server_no_longer_knows_is_an_error_not_a_cell() -> None:
+    async def body() -> AsyncIterator[bytes]:
+        yield b'data: {"type": "progress", "message": "m"}\n\n'
+        raise httpx.ReadError("connection reset")
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            return httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=body()
+            )
+        return httpx.Response(404, json={"error": "no cell", "type": "PadNotFoundError"})
+
+    pad = on(httpx.AsyncClient(base_url="http://elsewhere", transport=httpx.MockTransport(handle)))
+    with pytest.raises(PadError, match="no longer knows the cell"):
+        await pad.execute("1")
     assert pad.cells == []

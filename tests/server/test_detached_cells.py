@@ -189,6 +189,18 @@ def test_a_cell_of_a_killed_server_answers_killed_and_never_runs_again(tmp_path:
         while "counted" not in wait_status(url, "p", "long", {"running"})["stdout"]:
             assert time.monotonic() < deadline
             time.sleep(0.05)
+        body = {"name": "q", "code": "import time\ntime.sleep(60)", "id": "streamed"}
+        with httpx.stream(  # a detached cell of execute-stream, left running
+            "POST",
+            f"{url}/scratchpad/execute-stream",
+            headers=HEADERS,
+            json={**body, "on_disconnect": "continue"},
+            timeout=30,
+        ):
+            wait_status(url, "q", "streamed", {"running"})
+        while not any(b"streamed" in f.read_bytes() for f in home.glob("pads/*/accepted.jsonl")):
+            assert time.monotonic() < deadline  # its entry follows its queueing at once
+            time.sleep(0.05)
         process.kill()
         process.wait()
     with running_server(home, tmp_path, KEY) as (url, _):
@@ -201,6 +213,8 @@ def test_a_cell_of_a_killed_server_answers_killed_and_never_runs_again(tmp_path:
         assert [d["type"] for _, d in got] == ["resync"]
         assert got[0][1]["cell"]["status"] == "killed"
         assert run(url, "p", "open('count.txt').read()")["result"] == "'x'"
+        streamed = httpx.get(f"{url}/v1/pads/q/cells/streamed", headers=HEADERS).json()
+        assert streamed["status"] == "killed", streamed
 
 
 def test_execute_stream_asked_to_continue_is_reattached_by_id(

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 ACCEPTED = "accepted.jsonl"
 MAX_BYTES = 256 * 1024  # about 1500 entries
+QUEUED_WITHIN_S = 900.0  # a cell not queued by then (its pad never came up) is not entered
 BOOT = secrets.token_hex(6)  # this server process: ids it accepted are its own to finish
 KILLED = (
     "The server stopped (or was killed) before this cell ended; it was not run again. Its "
@@ -261,19 +262,40 @@ async def _start(
             else:
                 raise
 
-    task = asyncio.get_running_loop().create_task(run())
+    task = _keep(asyncio.get_running_loop().create_task(run()))
+    if await watch.journals.wait_open(cell_id, task) is None and task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]  # it failed before it was queued
+
+
+def _keep(task: asyncio.Task[None]) -> asyncio.Task[None]:
     _running.add(task)
     task.add_done_callback(_running.discard)
-    journals = watch.journals
-    while not task.done():
-        opened = asyncio.ensure_future(journals.opened().wait())  # taken before looking
-        journal = journals.get(cell_id)
-        if journal is not None and journal.terminal is None:
-            opened.cancel()
-            return
+    return task
+
+
+def remember(pad: ScratchpadRuntime, request: CellRequest, timeout_s: float | None) -> None:
+    """Enter a cell that runs on after its stream (``execute-stream`` asked to continue)
+    into the accept log once it is queued, so a server killed meanwhile answers its id
+    ``killed`` after a restart, as it does for a submitted cell."""
+    watch, root = getattr(pad, "watch", None), getattr(pad, "root", None)
+    cell_id = request.cell_id
+    if not isinstance(watch, PadWatch) or not isinstance(root, Path) or cell_id is None:
+        return
+    sha = payload_sha256(request, timeout_s)
+
+    async def enter() -> None:
+        giving_up = asyncio.ensure_future(asyncio.sleep(QUEUED_WITHIN_S))
         try:
-            await asyncio.wait({opened, task}, return_when=asyncio.FIRST_COMPLETED)
+            if await watch.journals.wait_open(cell_id, giving_up) is None:
+                return
         finally:
-            opened.cancel()
-    if task.exception() is not None and journals.get(cell_id) is None:
-        raise task.exception()  # type: ignore[misc]
+            giving_up.cancel()
+        number = getattr(await known_cell(pad, watch, cell_id), "number", 0)
+        try:
+            await asyncio.to_thread(
+                AcceptLog(root).append, Accepted(cell_id, sha, time.time(), number, BOOT)
+            )
+        except OSError as exc:
+            log.warning("pad %r: cell %s not in the accept log: %s", pad.name, cell_id, exc)
+
+    _keep(asyncio.get_running_loop().create_task(enter()))

@@ -123,16 +123,11 @@ async def start(
     task.add_done_callback(_running.discard)
     if journals is None:
         return CellHandle(pad, cell_id, own)
-    while not task.done():
-        opened = asyncio.ensure_future(journals.opened().wait())  # taken before looking
-        journal = journals.get(cell_id)
-        if journal is not None:
-            opened.cancel()
-            return CellHandle(pad, cell_id, journal)
-        await asyncio.wait({opened, task}, return_when=asyncio.FIRST_COMPLETED)
-        opened.cancel()
+    journal = await journals.wait_open(cell_id, task)
+    if journal is not None:
+        return CellHandle(pad, cell_id, journal)
     task.result()  # it failed before it was queued: say why
-    return await find(pad, cell_id)
+    return await find(pad, cell_id)  # it ended already
 
 
 async def find(pad: ScratchpadRuntime, cell_id: str) -> CellHandle:

@@ -181,9 +181,19 @@ class Journals:
             self._opened = asyncio.Event()
         return journal
 
-    def opened(self) -> asyncio.Event:
-        """Set when the next journal opens (a cell was queued): take it before looking."""
-        return self._opened
+    async def wait_open(self, cell_id: str, until: asyncio.Future[Any]) -> CellJournal | None:
+        """The cell's journal once it is open and has not ended (the cell was queued); None
+        when ``until`` is done first (the cell failed before it was queued, or no wait)."""
+        while not until.done():
+            opened = asyncio.ensure_future(self._opened.wait())  # taken before looking
+            try:
+                journal = self.by_id.get(cell_id)
+                if journal is not None and journal.terminal is None:
+                    return journal
+                await asyncio.wait({opened, until}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                opened.cancel()
+        return None
 
     def add(self, cell_id: str, event: dict[str, Any], size: int) -> None:
         """An event of a cell: of the generation it runs in (its record too, written after

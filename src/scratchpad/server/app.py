@@ -34,12 +34,14 @@ from scratchpad.connect.pending import PendingForms
 from scratchpad.connect.probe import stop_probes
 from scratchpad.errors import (
     InstallError,
+    InvalidInputError,
     ScratchpadError,
 )
 from scratchpad.fsutil import NO_SPACE, disk_full
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime import confinement
-from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id
+from scratchpad.runtime.accepts import remember
+from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id, check_execute_args
 from scratchpad.runtime.cell import new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager, pad_root
 from scratchpad.runtime.padinfo import HISTORY
@@ -332,6 +334,13 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             stream_output=body.stream_output,
         )
         keep_going = body.on_disconnect == "continue" or follower
+        if body.on_disconnect == "continue" and not follower:
+            with contextlib.suppress(InvalidInputError):  # said in the stream, as before
+                request = check_execute_args(
+                    body.code, body.description, _estimate(body.estimated_seconds),
+                    body.estimated_time, cell_id, timeout_s,
+                )  # fmt: skip
+                remember(pad, request, timeout_s)  # a detached cell: in the accept log too
         gone = None if keep_going else _interrupter(pad, cell_id)
         return EventStream(frames, on_disconnect=gone)
 
