@@ -259,3 +259,24 @@ async def test_a_cell_the_server_no_longer_knows_is_an_error_not_a_cell() -> Non
     with pytest.raises(PadError, match="no longer knows the cell"):
         await pad.execute("1")
     assert pad.cells == []
+
+
+async def test_a_cell_is_found_again_by_id_from_another_client(tmp_path: Path) -> None:
+    with running_server(tmp_path / "home", tmp_path, KEY) as (url, _):
+        pad = RemoteRuntime("again", url=url, api_key=KEY)
+        await pad.start()
+        code = "import time\nfor i in range(5):\n    print(i, flush=True)\n    time.sleep(0.1)\n7"
+        handle = await pad.start_cell(code, cell_id="found")
+        other = RemoteRuntime("again", url=url, api_key=KEY)
+        found = await other.cell("found")
+        printed = [f.event["text"] async for f in found.events() if f.event["type"] == "output"]
+        assert "".join(printed) == "0\n1\n2\n3\n4\n"
+        cell = await found.wait(timeout=30)
+        assert cell is not None and cell.result == "7"
+        assert (await handle.wait(timeout=30)) == cell
+        recorded = await other.cell("found")  # ended: its record
+        assert await recorded.peek() == cell
+        with pytest.raises(PadNotFoundError):
+            await other.cell("never")
+        await pad.detach()
+        await other.detach()

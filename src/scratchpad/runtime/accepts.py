@@ -170,6 +170,8 @@ def load_recovered(history: CellHistory) -> list[Cell]:
             except OSError as exc:
                 log.warning("%s: could not record lost cell %s: %s", history.path, entry.id, exc)
             cells.append(cell)
+        if lost:
+            history.close()  # a pad only looked at (not running) keeps no descriptor
         return cells
 
 

@@ -24,7 +24,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
@@ -44,6 +44,7 @@ from scratchpad.runtime.base import (
     CellRequest,
     PadLLM,
     ScratchpadRuntime,
+    check_cell_id,
     check_execute_args,
     take_turn,
 )
@@ -56,8 +57,12 @@ from scratchpad.runtime.cell import (
     StreamItem,
     new_cell_id,
 )
+from scratchpad.runtime.journal import CellJournal
 from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.runtime.venv import validate_specs
+
+if TYPE_CHECKING:
+    from scratchpad.runtime.handle import CellHandle
 
 CONNECT_TIMEOUT_S = 30.0
 DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
@@ -106,6 +111,7 @@ class RemoteRuntime(ScratchpadRuntime):
         self._closed = False
         self._destroyed = False
         self._cancels: set[asyncio.Task[None]] = set()
+        self._following: set[asyncio.Task[None]] = set()  # cells handles follow
 
     @property
     def busy(self) -> bool:
@@ -162,10 +168,14 @@ class RemoteRuntime(ScratchpadRuntime):
         try:
             await self._post("/scratchpad/cleanup", {"name": self.name})
         finally:
+            for task in self._following:
+                task.cancel()
             await self._client.aclose()
 
     async def detach(self) -> None:
         """Drop the connection; the pad keeps running on the server (the CLI's way out)."""
+        for task in self._following:
+            task.cancel()
         if self._cancels:
             await asyncio.wait(self._cancels, timeout=CANCEL_TIMEOUT_S)
         await self._client.aclose()
@@ -231,6 +241,62 @@ class RemoteRuntime(ScratchpadRuntime):
         finally:
             self._running -= 1
             self._order.release()
+
+    async def start_cell(
+        self,
+        code: str,
+        *,
+        description: str = "",
+        estimated_time: str = "",
+        estimated_seconds: float = 0.0,
+        timeout_s: float | None = None,
+        cell_id: str | None = None,
+    ) -> CellHandle:
+        """Submit the cell to the server's ``POST /v1/pads/{name}/cells`` (answered once it
+        is queued there) and follow it; a server without that route runs it on a stream."""
+        request = check_execute_args(
+            code, description, estimated_seconds, estimated_time, cell_id, timeout_s
+        )
+        body = _body(self.name, request)
+        submit = {key: body[key] for key in ("code", "id", "description", "estimated_time")}
+        submit |= {"estimated_seconds": request.estimated_seconds, "timeout_s": timeout_s}
+        path = f"/v1/pads/{url_component(self.name)}/cells"
+        try:
+            response = await self._client.post(path, json=submit)
+        except httpx.HTTPError as exc:
+            raise PadError(f"cannot reach the pad server at {self.url}: {exc!r}") from exc
+        if response.status_code in (404, 405) and _type_of(response) != "PadNotFoundError":
+            return await super().start_cell(  # an older server: no detached cells
+                code, description=description, estimated_time=estimated_time,
+                estimated_seconds=estimated_seconds, timeout_s=timeout_s, cell_id=body["id"],
+            )  # fmt: skip
+        if response.status_code >= 400:
+            raise _error(response)
+        return await self.cell(body["id"])
+
+    async def cell(self, cell_id: str) -> CellHandle:
+        """A handle on cell ``cell_id`` on the server, whoever started it: its record, or its
+        events followed from the start (reconnecting as a dropped stream does)."""
+        from scratchpad.runtime.handle import CellHandle, item_event
+
+        cell_id = str(check_cell_id(cell_id))
+        path = f"/v1/pads/{url_component(self.name)}/cells/{url_component(cell_id)}"
+        standing = await self._get(path)
+        if standing.get("status") not in ("queued", "running"):
+            return CellHandle.recorded(self, Cell.from_dict(standing))
+        journal = CellJournal(cell_id, 0)
+
+        async def follow() -> None:
+            try:
+                async for item in self._follow({"id": cell_id}, _Seen(), "was left"):
+                    journal.append(item_event(item), 0, 0)
+            except ScratchpadError as exc:  # the handle's wait says None; this says why
+                log.warning("pad %r: cannot follow cell %s: %s", self.name, cell_id, exc)
+
+        task = asyncio.get_running_loop().create_task(follow())
+        self._following.add(task)
+        task.add_done_callback(self._following.discard)
+        return CellHandle(self, cell_id, journal)
 
     async def _stream(self, body: dict[str, Any]) -> AsyncGenerator[StreamItem, None]:
         cell: Cell | None = None
@@ -325,11 +391,7 @@ class RemoteRuntime(ScratchpadRuntime):
         error = _error(response)
         if response.status_code not in (404, 405):
             return error
-        try:
-            kind = response.json().get("type")
-        except (ValueError, AttributeError):
-            kind = None
-        if kind == "PadNotFoundError":
+        if _type_of(response) == "PadNotFoundError":
             why = "and no longer knows the cell (it restarted before recording it)"
         else:
             why = "and cannot be asked for the cell again (it has no cell events)"
@@ -553,6 +615,15 @@ def _stream_item(message: dict[str, Any]) -> StreamItem | None:
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"malformed {message.get('type')!r} frame: {exc!r}") from exc
     return None
+
+
+def _type_of(response: httpx.Response) -> str | None:
+    """The error class an error answer names (None when it names none)."""
+    try:
+        kind = response.json().get("type")
+    except (ValueError, AttributeError):
+        return None
+    return kind if isinstance(kind, str) else None
 
 
 def _error(response: httpx.Response) -> ScratchpadError:
