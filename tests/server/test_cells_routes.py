@@ -3,13 +3,16 @@ bad resume points."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
+from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.watch import PadWatch
 from scratchpad.server import cells_routes
 from scratchpad.server.app import create_app
 
@@ -58,3 +61,18 @@ async def test_a_resume_point_of_another_cell_is_refused(client: httpx.AsyncClie
     assert answer.status_code == 400 and "Last-Event-ID" in answer.json()["error"]
     missing = await client.get("/v1/pads/p/cells/nope/events")
     assert missing.status_code == 404
+
+
+async def test_an_open_cell_stream_counts_as_attached_until_it_ends() -> None:
+    watch = PadWatch("p")
+    cell = Cell(code="1", id="c")
+    watch.queued(cell)
+    closed = asyncio.Event()
+    stream = cells_routes._events("p", watch, "c", 0, None, closed)
+    assert (await anext(stream))["type"] == "queued"
+    assert watch.attached  # a sleeper must leave this pad alone
+    waiting = asyncio.ensure_future(anext(stream))
+    closed.set()  # the client went away
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(waiting, 5)
+    assert not watch.attached
