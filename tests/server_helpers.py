@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -32,12 +33,14 @@ def running_server(
     env: Mapping[str, str] | None = None,
     *,
     workspace: Path | None = None,
+    port: int | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """(url, process) of a server started (isolated, as ours are) in ``cwd`` whose pads live
     in ``home``, each working in a directory of its own there; with ``workspace`` bound, they
     all work in it and the home is ``<workspace>/.scratchpad`` instead. ``env``: more
-    variables for it (over this process's)."""
-    port = free_port()
+    variables for it (over this process's); ``port``: where it listens (a free one by
+    default)."""
+    port = port or free_port()
     env = {**os.environ, **(env or {}), "SCRATCHPAD_HOME": str(home), "SCRATCHPAD_API_KEY": key}
     bound = [] if workspace is None else ["--workspace", str(workspace)]
     process = subprocess.Popen(
@@ -85,3 +88,56 @@ def serving(handler: Callable[..., BaseHTTPRequestHandler]) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+class Relay:
+    """A TCP relay from a loopback port of its own to ``port``: :meth:`cut` drops every
+    connection through it at once (a network that fails mid-stream); new ones go through."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.cuts = 0
+        self._open: list[socket.socket] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._open += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        with self._lock:
+            ends, self._open = self._open, []
+            self.cuts += 1
+        for end in ends:
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+
+    def close(self) -> None:
+        self.listener.close()
+        self.cut()

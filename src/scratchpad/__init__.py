@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from scratchpad.errors import AgentError as AgentError
     from scratchpad.errors import AgentLockedError as AgentLockedError
     from scratchpad.errors import AgentStateError as AgentStateError
+    from scratchpad.errors import CellAcceptingError as CellAcceptingError
+    from scratchpad.errors import CellIdReusedError as CellIdReusedError
     from scratchpad.errors import ConfigError as ConfigError
     from scratchpad.errors import DiskFullError as DiskFullError
     from scratchpad.errors import FileTooLargeError as FileTooLargeError

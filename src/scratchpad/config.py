@@ -159,6 +159,9 @@ class Settings(BaseSettings):
     backend: Literal["local", "remote"] = Field("local", description="local or remote pads.")
     remote_url: str | None = Field(None, description="The pad server, e.g. http://host:8765.")
     remote_api_key: str | None = Field(None, description="Bearer key of the pad server.")
+    reconnect_s: float = Field(
+        120.0, ge=0, description="How long a remote pad follows a cell whose stream dropped."
+    )
 
     # The HTTP server.
     api_key: str | None = Field(

@@ -7,7 +7,8 @@ always as a subclass of ScratchpadError whose message says what to do::
     ├── ConfigError              settings or environment variables are invalid
     │   └── ModelNotConfiguredError  no usable model for what was asked (model setting, key)
     ├── InvalidInputError        a caller passed a bad argument (name, code, package spec, ...)
-    │   └── InvalidPadNameError  a pad name does not match the allowed pattern
+    │   ├── InvalidPadNameError  a pad name does not match the allowed pattern
+    │   └── CellIdReusedError    a cell id already names a cell with another payload (422)
     ├── PadNotFoundError         no pad with that name exists
     ├── AccessError              a server refused the request's credentials
     │   ├── UnauthorizedError    no key, a wrong key, no live browser session (401)
@@ -29,6 +30,7 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   ├── KernelStartError     the kernel process did not come up
     │   ├── SandboxError         the pad cannot be sandboxed and SCRATCHPAD_SANDBOX=require
     │   ├── PadLimitError        the pad is over one of its limits (its files past its disk)
+    │   ├── CellAcceptingError   a cell of that id is still being accepted: retry (409)
     │   └── InstallError         installing packages into the pad failed or timed out
     ├── VaultError               the vault cannot do what was asked (key, file, record)
     │   ├── VaultNotFoundError   no connection with that engine and name
@@ -80,6 +82,10 @@ class InvalidInputError(ScratchpadError, ValueError):
 
 class InvalidPadNameError(InvalidInputError):
     """A pad name does not match the allowed pattern."""
+
+
+class CellIdReusedError(InvalidInputError):
+    """A cell id (an idempotency key) already names a cell whose payload differs."""
 
 
 class PadNotFoundError(ScratchpadError, KeyError):
@@ -186,6 +192,11 @@ class PadLimitError(PadError):
     """The pad is over one of its limits; the message says which and what to do."""
 
 
+class CellAcceptingError(PadError):
+    """A submit of the same cell id is still being accepted (its pad starting): ask again
+    in a moment; it answers the cell then."""
+
+
 class VaultError(ScratchpadError):
     """The vault cannot do what was asked (no key, unwritable directory, bad input)."""
 
@@ -262,6 +273,7 @@ class ReplyError(AgentError, ValueError):
 
 HTTP_STATUS: dict[type[ScratchpadError], int] = {
     InvalidInputError: 400,
+    CellIdReusedError: 422,
     UnauthorizedError: 401,
     ForbiddenError: 403,
     AccessError: 403,
@@ -277,6 +289,7 @@ HTTP_STATUS: dict[type[ScratchpadError], int] = {
     WorkspaceError: 400,
     PadClosedError: 409,
     PadLimitError: 507,
+    CellAcceptingError: 409,
     AgentLockedError: 409,
     DiskFullError: 507,
     KernelStartError: 503,

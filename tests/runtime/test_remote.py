@@ -18,10 +18,11 @@ from scratchpad.errors import (
     PadNotFoundError,
     UnauthorizedError,
 )
-from scratchpad.runtime.cell import Cell, ProgressEvent
+from scratchpad.events import FeedOutput
+from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.remote import RemoteRuntime
-from tests.server_helpers import free_port, running_server
+from tests.server_helpers import Relay, free_port, running_server
 
 KEY = "remote-key"
 
@@ -40,16 +41,19 @@ def test_remote_backend_needs_url_and_key(monkeypatch: pytest.MonkeyPatch) -> No
     assert isinstance(manager._factory("main"), RemoteRuntime)
 
 
-async def test_a_server_that_goes_away_gives_a_clear_cell(tmp_path: Path) -> None:
+async def test_a_server_that_goes_away_is_a_clear_error_never_a_made_up_cell(
+    tmp_path: Path,
+) -> None:
     with running_server(tmp_path / "home", tmp_path, KEY) as (url, process):
-        pad = RemoteRuntime("gone", url=url, api_key=KEY)
+        pad = RemoteRuntime("gone", url=url, api_key=KEY, reconnect_s=1.0)
         await pad.start()
         running = asyncio.create_task(pad.execute("import time\ntime.sleep(30)"))
         await asyncio.sleep(1.0)
         process.kill()
-        cell = await asyncio.wait_for(running, 20)
-    assert cell.status == "killed"
-    assert cell.error is not None and "went away during this cell" in cell.error
+        with pytest.raises(PadError, match="went away during this cell") as raised:
+            await asyncio.wait_for(running, 20)
+    assert "SCRATCHPAD_RECONNECT_S" in str(raised.value)
+    assert pad.cells == []  # no cell made up here
 
 
 async def test_a_wrong_key_is_a_clear_error(tmp_path: Path) -> None:
@@ -69,7 +73,7 @@ def foreign_server(stream: list[bytes], *, stay_open: bool = False) -> httpx.Asy
             await asyncio.Event().wait()
 
     def handle(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/scratchpad/execute-stream":
+        if request.url.path == "/scratchpad/execute-stream" and request.method == "POST":
             return httpx.Response(
                 200, headers={"content-type": "text/event-stream"}, content=body()
             )
@@ -100,11 +104,11 @@ async def test_unknown_frames_and_comments_are_skipped_and_an_open_stream_does_n
     assert isinstance(items[1], Cell) and items[1].result == "1" and len(items) == 2
 
 
-async def test_a_malformed_frame_is_a_killed_cell_that_says_so() -> None:
+async def test_a_malformed_frame_on_a_server_without_cell_events_is_a_clear_error() -> None:
     pad = on(foreign_server([b'data: {"type": "output", "stream": "stdout"}\n\n']))
-    cell = await pad.execute("1")
-    assert cell.status == "killed" and cell.error is not None
-    assert "malformed 'output' frame" in cell.error
+    with pytest.raises(PadError, match="malformed 'output' frame") as raised:
+        await pad.execute("1")
+    assert "cannot be asked for the cell again" in str(raised.value)
 
 
 async def test_scratchpad_only_endpoints_on_another_server_are_a_clear_error() -> None:
@@ -183,10 +187,97 @@ async def test_a_stream_cut_after_it_began_is_not_sent_again() -> None:
         raise httpx.ReadError("connection reset")
 
     def handle(request: httpx.Request) -> httpx.Response:
+        if request.method != "POST":  # a server of the plain protocol: no cell events
+            return httpx.Response(404, json={"detail": "Not Found"})
         seen.append(request.content)
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
     pad = on(httpx.AsyncClient(base_url="http://elsewhere", transport=httpx.MockTransport(handle)))
-    cell = await pad.execute("1")
-    assert cell.status == "killed" and "went away during this cell" in (cell.error or "")
+    with pytest.raises(PadError, match="went away during this cell"):
+        await pad.execute("1")
     assert len(seen) == 1  # it may have run: never twice
+
+
+async def test_a_connection_cut_mid_cell_is_followed_again_missing_nothing_repeating_nothing(
+    tmp_path: Path,
+) -> None:
+    code = "import time\nfor i in range(40):\n    print(i, flush=True)\n    time.sleep(0.05)\n'end'"
+    with running_server(tmp_path / "home", tmp_path, KEY) as (url, _):
+        relay = Relay(int(url.rsplit(":", 1)[1]))
+        try:
+            pad = RemoteRuntime("cut", url=relay.url, api_key=KEY)
+            await pad.start()
+            printed: list[str] = []
+            cell = None
+            async for item in pad.execute_streaming(code, cell_id="followed"):
+                if isinstance(item, OutputEvent):
+                    printed.append(item.text)
+                    if relay.cuts < 2 and len(printed) in (3, 12):
+                        relay.cut()  # twice: the second time while it follows the cell
+                elif isinstance(item, Cell):
+                    cell = item
+            assert relay.cuts == 2
+            assert "".join(printed) == "".join(f"{i}\n" for i in range(40))
+            assert cell is not None and cell.result == "'end'" and cell.id == "followed"
+            assert [c.id for c in await pad.load_cells()] == ["followed"]  # ran once
+            await pad.detach()
+        finally:
+            relay.close()
+
+
+async def test_a_cell_of_a_killed_server_is_its_record_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    home, port = tmp_path / "home", free_port()
+    with running_server(home, tmp_path, KEY, port=port) as (url, process):
+        pad = RemoteRuntime("lost", url=url, api_key=KEY, reconnect_s=60.0)
+        await pad.start()
+        running = asyncio.create_task(pad.execute("import time\ntime.sleep(60)", cell_id="cut"))
+        observer = RemoteRuntime("lost", url=url, api_key=KEY)
+        while not any(p["status"] == "busy" for p in await observer.server_pads()):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        process.kill()
+        process.wait()
+    with running_server(home, tmp_path, KEY, port=port):  # back on the same address
+        cell = await asyncio.wait_for(running, 60)
+    assert cell.id == "cut" and cell.status == "killed"  # the server's record, not ours
+    assert "not run again" in (cell.error or "")
+
+
+async def test_a_cell_the_server_no_longer_knows_is_an_error_not_a_cell() -> None:
+    async def body() -> AsyncIterator[bytes]:
+        yield b'data: {"type": "progress", "message": "m"}\n\n'
+        raise httpx.ReadError("connection reset")
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            return httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=body()
+            )
+        return httpx.Response(404, json={"error": "no cell", "type": "PadNotFoundError"})
+
+    pad = on(httpx.AsyncClient(base_url="http://elsewhere", transport=httpx.MockTransport(handle)))
+    with pytest.raises(PadError, match="no longer knows the cell"):
+        await pad.execute("1")
+    assert pad.cells == []
+
+
+async def test_a_cell_is_found_again_by_id_from_another_client(tmp_path: Path) -> None:
+    with running_server(tmp_path / "home", tmp_path, KEY) as (url, _):
+        pad = RemoteRuntime("again", url=url, api_key=KEY)
+        await pad.start()
+        code = "import time\nfor i in range(5):\n    print(i, flush=True)\n    time.sleep(0.1)\n7"
+        handle = await pad.start_cell(code, cell_id="found")
+        other = RemoteRuntime("again", url=url, api_key=KEY)
+        found = await other.cell("found")
+        printed = [f.event.text async for f in found.events() if isinstance(f.event, FeedOutput)]
+        assert "".join(printed) == "0\n1\n2\n3\n4\n"
+        cell = await found.wait(timeout=30)
+        assert cell is not None and cell.result == "7"
+        assert (await handle.wait(timeout=30)) == cell
+        recorded = await other.cell("found")  # ended: its record
+        assert await recorded.peek() == cell
+        with pytest.raises(PadNotFoundError):
+            await other.cell("never")
+        await pad.detach()
+        await other.detach()

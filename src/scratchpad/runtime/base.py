@@ -7,15 +7,18 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scratchpad.errors import InvalidInputError, PadError
 from scratchpad.padnames import validate_pad_name
 from scratchpad.runtime import render
-from scratchpad.runtime.cell import CELL_ID, Cell, StreamItem
+from scratchpad.runtime.cell import CELL_ID, Cell, StreamItem, new_cell_id
 from scratchpad.runtime.timeouts import check_estimate, check_timeout
 from scratchpad.scrub import scrub
 from scratchpad.text import clean_text, cut_middle
+
+if TYPE_CHECKING:
+    from scratchpad.runtime.handle import CellHandle
 
 DEFAULT_COMPACT_KEEP = 5
 CLOSED = "the pad was closed"
@@ -171,6 +174,33 @@ class ScratchpadRuntime(ABC):
         if cell is None:
             raise PadError(f"pad {self.name!r} ended a cell without a result; run it again")
         return cell
+
+    async def start_cell(
+        self,
+        code: str,
+        *,
+        description: str = "",
+        estimated_time: str = "",
+        estimated_seconds: float = 0.0,
+        timeout_s: float | None = None,
+        cell_id: str | None = None,
+    ) -> CellHandle:
+        """Run ``code`` without waiting for it: a handle on the cell (see handle.py) once it
+        is on its way. ``cell_id`` names it (a repeat of a known id is that cell)."""
+        from scratchpad.runtime import handle
+
+        options = {
+            "description": description, "estimated_time": estimated_time,
+            "estimated_seconds": estimated_seconds, "timeout_s": timeout_s,
+        }  # fmt: skip
+        return await handle.start(self, code, check_cell_id(cell_id) or new_cell_id(), options)
+
+    async def cell(self, cell_id: str) -> CellHandle:
+        """A handle on cell ``cell_id`` (queued, running or recorded), whoever started it;
+        PadNotFoundError when the pad has none."""
+        from scratchpad.runtime import handle
+
+        return await handle.find(self, str(check_cell_id(cell_id)))
 
     # -- views shared by every backend ----------------------------------------------------
     def view(self) -> str:

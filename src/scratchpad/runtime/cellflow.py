@@ -14,8 +14,9 @@ import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from scratchpad.errors import InstallError, InvalidInputError, ScratchpadError
+from scratchpad.errors import InstallError, ScratchpadError
 from scratchpad.runtime import autoinstall
+from scratchpad.runtime.accepts import check_repeat, load_recovered
 from scratchpad.runtime.base import check_execute_args
 from scratchpad.runtime.cell import Cell, ProgressEvent, StreamItem, new_cell_id
 from scratchpad.runtime.cellqueue import CellQueue, Ticket
@@ -72,7 +73,7 @@ class CellFlow:
         """The recorded cells (read from disk on first use; :meth:`load_cells` does it off
         the event loop)."""
         if not self._loaded:
-            self._set_loaded(self._history.load())
+            self._set_loaded(load_recovered(self._history))
         return self._cells
 
     @cells.setter
@@ -87,7 +88,7 @@ class CellFlow:
     async def load_cells(self) -> list[Cell]:
         """The recorded cells, read from disk in a thread the first time."""
         if not self._loaded:
-            self._set_loaded(await asyncio.to_thread(self._history.load))
+            self._set_loaded(await asyncio.to_thread(load_recovered, self._history))
         return self._cells
 
     def knows(self, cell_id: str) -> bool:
@@ -121,11 +122,7 @@ class CellFlow:
         if request.cell_id is not None:
             known = await self._known(request.cell_id)
             if known is not None:
-                if known.code != request.code:
-                    raise InvalidInputError(
-                        f"cell id {request.cell_id!r} already names a cell with other code; "
-                        "give this cell a new id"
-                    )
+                check_repeat(request.cell_id, request.code, known_code=known.code, known_sha=None)
                 yield known  # a repeated submit: the cell it names, not a second run
                 return
         cell = Cell(

@@ -22,6 +22,7 @@ from scratchpad.errors import PadClosedError
 from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
 from scratchpad.runtime import venv, workdir
+from scratchpad.runtime.accepts import AcceptLog
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime
 from scratchpad.runtime.cell import Cell, StreamItem
 from scratchpad.runtime.cellflow import CellFlow
@@ -163,6 +164,7 @@ class LocalRuntime(ScratchpadRuntime):
             await self._slot.stop()
             self.cells = []
             self._history.clear()
+            AcceptLog(self.root).clear()
             self._flow.last_number = 0  # the history is gone: numbers start again at 1
             self._slot.clear()
             await self._slot.ensure()

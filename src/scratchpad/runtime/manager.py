@@ -86,7 +86,10 @@ def remote_factory(settings: Settings) -> RuntimeFactory:
     url, key = settings.remote_url or "", settings.remote_api_key or ""
 
     def build(name: str) -> ScratchpadRuntime:
-        return RemoteRuntime(name, url=url, api_key=key, compact_keep=settings.compact_keep_cells)
+        return RemoteRuntime(
+            name, url=url, api_key=key, compact_keep=settings.compact_keep_cells,
+            reconnect_s=settings.reconnect_s,
+        )  # fmt: skip
 
     return build
 
@@ -154,6 +157,7 @@ class ScratchpadManager:
         self._stopping: dict[str, asyncio.Future[None]] = {}
         self._warned: set[str] = set()  # stray entries of pads/ already logged
         self._early_cancels: dict[str, dict[str, None]] = {}  # pad → ids cancelled before it ran
+        self.accepting: dict[tuple[str, str], str] = {}  # (pad, cell id) being accepted: hash
         self._counts = HistoryCounts()
         self.watches = PadWatches()  # the pads' live feeds, by name
         # Pads that fell asleep and that someone still holds: the one runtime of their name

@@ -6,6 +6,13 @@ that failed before any answer came (a kept-alive connection the server had just 
 the server recognises a repeated id and never runs the cell twice; and cancelling exactly this
 cell when the caller's task is cancelled. Cells ask the server to keep running when the
 connection drops (``on_disconnect: continue``): a dropped connection is not a user's cancel.
+
+When the stream drops after it began, the client follows the cell again on the server's
+``GET /v1/pads/{name}/cells/{id}/events`` (a Scratchpad server's), from the start and then
+with ``Last-Event-ID``, for up to ``reconnect_s`` seconds (waits of 0.2 s doubling to 5 s);
+what it had already yielded is skipped, so nothing comes twice. The cell is only ever the
+server's record: a cell the server no longer knows, a server without that route, or one that
+stays away raises PadError (the result is unknown), never a made-up cell.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
@@ -37,6 +44,7 @@ from scratchpad.runtime.base import (
     CellRequest,
     PadLLM,
     ScratchpadRuntime,
+    check_cell_id,
     check_execute_args,
     take_turn,
 )
@@ -49,8 +57,12 @@ from scratchpad.runtime.cell import (
     StreamItem,
     new_cell_id,
 )
+from scratchpad.runtime.journal import CellJournal
 from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.runtime.venv import validate_specs
+
+if TYPE_CHECKING:
+    from scratchpad.runtime.handle import CellHandle
 
 CONNECT_TIMEOUT_S = 30.0
 DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
@@ -61,6 +73,9 @@ DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
 # it happen anyway, the cell is sent again with its id (see _stream).
 POOL_KEEPALIVE_S = 1.0
 CANCEL_TIMEOUT_S = 10.0
+RECONNECT_S = 120.0  # SCRATCHPAD_RECONNECT_S
+RECONNECT_FIRST_S = 0.2
+RECONNECT_STEP_MAX_S = 5.0
 # How the protocol reports a failed install: "Install failed (exit N): ..." or "(timed out)".
 INSTALL_FAILED = re.compile(r"Install failed \((?:exit (-?\d+)|[^)]*)\): ?(.*)", re.DOTALL)
 
@@ -70,9 +85,18 @@ log = logging.getLogger(__name__)
 class RemoteRuntime(ScratchpadRuntime):
     """The runtime contract over HTTP; cells are kept locally as they come back."""
 
-    def __init__(self, name: str, *, url: str, api_key: str, compact_keep: int = 5) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        url: str,
+        api_key: str,
+        compact_keep: int = 5,
+        reconnect_s: float = RECONNECT_S,
+    ) -> None:
         super().__init__(name, compact_keep=compact_keep)
         self.url = url.rstrip("/")
+        self.reconnect_s = reconnect_s  # how long a dropped cell stream is followed again
         self._client = httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {api_key}"},
@@ -87,6 +111,7 @@ class RemoteRuntime(ScratchpadRuntime):
         self._closed = False
         self._destroyed = False
         self._cancels: set[asyncio.Task[None]] = set()
+        self._following: set[asyncio.Task[None]] = set()  # cells handles follow
 
     @property
     def busy(self) -> bool:
@@ -143,10 +168,14 @@ class RemoteRuntime(ScratchpadRuntime):
         try:
             await self._post("/scratchpad/cleanup", {"name": self.name})
         finally:
+            for task in self._following:
+                task.cancel()
             await self._client.aclose()
 
     async def detach(self) -> None:
         """Drop the connection; the pad keeps running on the server (the CLI's way out)."""
+        for task in self._following:
+            task.cancel()
         if self._cancels:
             await asyncio.wait(self._cancels, timeout=CANCEL_TIMEOUT_S)
         await self._client.aclose()
@@ -213,8 +242,66 @@ class RemoteRuntime(ScratchpadRuntime):
             self._running -= 1
             self._order.release()
 
+    async def start_cell(
+        self,
+        code: str,
+        *,
+        description: str = "",
+        estimated_time: str = "",
+        estimated_seconds: float = 0.0,
+        timeout_s: float | None = None,
+        cell_id: str | None = None,
+    ) -> CellHandle:
+        """Submit the cell to the server's ``POST /v1/pads/{name}/cells`` (answered once it
+        is queued there) and follow it; a server without that route runs it on a stream."""
+        request = check_execute_args(
+            code, description, estimated_seconds, estimated_time, cell_id, timeout_s
+        )
+        body = _body(self.name, request)
+        submit = {key: body[key] for key in ("code", "id", "description", "estimated_time")}
+        submit |= {"estimated_seconds": request.estimated_seconds, "timeout_s": timeout_s}
+        path = f"/v1/pads/{url_component(self.name)}/cells"
+        try:
+            response = await self._client.post(path, json=submit)
+        except httpx.HTTPError as exc:
+            raise PadError(f"cannot reach the pad server at {self.url}: {exc!r}") from exc
+        if response.status_code in (404, 405) and _type_of(response) != "PadNotFoundError":
+            return await super().start_cell(  # an older server: no detached cells
+                code, description=description, estimated_time=estimated_time,
+                estimated_seconds=estimated_seconds, timeout_s=timeout_s, cell_id=body["id"],
+            )  # fmt: skip
+        if response.status_code >= 400:
+            raise _error(response)
+        return await self.cell(body["id"])
+
+    async def cell(self, cell_id: str) -> CellHandle:
+        """A handle on cell ``cell_id`` on the server, whoever started it: its record, or its
+        events followed from the start (reconnecting as a dropped stream does)."""
+        from scratchpad import events
+        from scratchpad.runtime.handle import CellHandle
+
+        cell_id = str(check_cell_id(cell_id))
+        path = f"/v1/pads/{url_component(self.name)}/cells/{url_component(cell_id)}"
+        standing = await self._get(path)
+        if standing.get("status") not in ("queued", "running"):
+            return CellHandle.recorded(self, Cell.from_dict(standing))
+        journal = CellJournal(cell_id, 0)
+
+        async def follow() -> None:
+            try:
+                async for item in self._follow({"id": cell_id}, _Seen(), "was left"):
+                    journal.append(events.from_item(cell_id, item), 0, 0)
+            except ScratchpadError as exc:  # the handle's wait says None; this says why
+                log.warning("pad %r: cannot follow cell %s: %s", self.name, cell_id, exc)
+
+        task = asyncio.get_running_loop().create_task(follow())
+        self._following.add(task)
+        task.add_done_callback(self._following.discard)
+        return CellHandle(self, cell_id, journal)
+
     async def _stream(self, body: dict[str, Any]) -> AsyncGenerator[StreamItem, None]:
         cell: Cell | None = None
+        seen = _Seen()
         for attempt in (1, 2):
             answered = False
             try:
@@ -229,6 +316,7 @@ class RemoteRuntime(ScratchpadRuntime):
                         if isinstance(item, Cell):
                             cell = item
                         else:
+                            seen.count(item)
                             yield item
             except ScratchpadError:
                 raise  # the server's own answer, e.g. a refused argument
@@ -238,15 +326,87 @@ class RemoteRuntime(ScratchpadRuntime):
                 if cell is None and not answered and attempt == 1:
                     continue  # nothing came back: safe to ask again, the id prevents a rerun
                 if cell is None:
-                    what = f"went away during this cell ({exc!r}); its result is unknown"
-                    yield self._lost(body, what)
+                    what = f"went away during this cell ({exc!r})"
+                    async for item in self._follow(body, seen, what):
+                        yield item
                     return
             break
         if cell is None:
-            yield self._lost(body, "ended the stream without a result")
+            async for item in self._follow(body, seen, "ended the stream without a result"):
+                yield item
             return
         self.cells.append(cell)
         yield cell
+
+    async def _follow(
+        self, body: dict[str, Any], seen: _Seen, what: str
+    ) -> AsyncGenerator[StreamItem, None]:
+        """Follow a cell whose stream dropped on the server's cell events, reconnecting with
+        ``Last-Event-ID``; its items not yielded yet, then its record. PadError when the
+        server cannot say (see the module)."""
+        path = f"/v1/pads/{url_component(self.name)}/cells/{url_component(body['id'])}"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.reconnect_s
+        delay = RECONNECT_FIRST_S
+        last: str | None = None
+        while True:
+            headers = {"Last-Event-ID": last} if last else {}
+            try:
+                async with aconnect_sse(
+                    self._client, "GET", f"{path}/events", headers=headers
+                ) as source:
+                    if source.response.status_code >= 400:
+                        await source.response.aread()
+                        raise self._unfollowable(source.response, what)
+                    async for event in source.aiter_sse():
+                        last = event.id or last
+                        message = json.loads(event.data)
+                        if message.get("type") == "resync":
+                            seen.skip_all()  # what follows is new; what it missed, the cell has
+                            message = _resynced(message)
+                        item = _stream_item(message)
+                        if isinstance(item, Cell):
+                            cell = await self._whole(path, item)
+                            self.cells.append(cell)
+                            yield cell
+                            return
+                        if item is not None and (item := seen.new(item)) is not None:
+                            yield item
+            except ScratchpadError:
+                raise
+            except (httpx.HTTPError, SSEError, ValueError) as exc:
+                log.info("pad %r: following cell %s again (%r)", self.name, body["id"], exc)
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise PadError(
+                    f"The server at {self.url} {what} and did not answer for "
+                    f"{self.reconnect_s:g} s (SCRATCHPAD_RECONNECT_S); the cell's result is "
+                    f"unknown: it may still run (GET {path})."
+                )
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, RECONNECT_STEP_MAX_S)
+
+    def _unfollowable(self, response: httpx.Response, what: str) -> ScratchpadError:
+        """Why a dropped cell cannot be followed on this server: no such route, or no such
+        cell (it was never recorded: the server restarted), or the server's own error."""
+        error = _error(response)
+        if response.status_code not in (404, 405):
+            return error
+        if _type_of(response) == "PadNotFoundError":
+            why = "and no longer knows the cell (it restarted before recording it)"
+        else:
+            why = "and cannot be asked for the cell again (it has no cell events)"
+        return PadError(
+            f"The server at {self.url} {what} {why}; the cell's result is unknown. Check the "
+            "pad and run the cell again."
+        )
+
+    async def _whole(self, path: str, cell: Cell) -> Cell:
+        """The whole record (a stream's frame may have cut long fields)."""
+        try:
+            return Cell.from_dict(await self._get(path))
+        except (ScratchpadError, ValueError, TypeError):
+            return cell
 
     async def _items(self, events: AsyncIterator[ServerSentEvent]) -> AsyncIterator[StreamItem]:
         """The stream's items up to its cell; what follows the cell is read (briefly) so the
@@ -279,11 +439,6 @@ class RemoteRuntime(ScratchpadRuntime):
         task = asyncio.get_running_loop().create_task(cancel())
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
-
-    def _lost(self, body: dict[str, Any], what: str) -> Cell:
-        """A cell whose fate the server did not report: killed, saying why."""
-        error = f"The server at {self.url} {what}. Check it and run the cell again."
-        return self._local_cell(body, error, status="killed")
 
     def _local_cell(
         self, body: dict[str, Any], error: str, status: CellStatus = "cancelled"
@@ -358,6 +513,52 @@ def credentials_description(url: str, api_key: str, timeout: float = 5.0) -> str
     return description if isinstance(description, str) else ""
 
 
+class _Seen:
+    """What a dropped stream already yielded, so following the cell again yields the rest
+    only: characters per output stream, progress messages and displays, in order."""
+
+    def __init__(self) -> None:
+        self.chars: dict[str, int] = {}
+        self.progress = 0
+        self.displays = 0
+
+    def count(self, item: StreamItem) -> None:
+        if isinstance(item, OutputEvent):
+            self.chars[item.stream] = self.chars.get(item.stream, 0) + len(item.text)
+        elif isinstance(item, ProgressEvent):
+            self.progress += 1
+        elif isinstance(item, DisplayEvent):
+            self.displays += 1
+
+    def new(self, item: StreamItem) -> StreamItem | None:
+        """``item`` (or its part) not yielded before; None when it was."""
+        if isinstance(item, OutputEvent):
+            skip = self.chars.get(item.stream, 0)
+            if skip:
+                self.chars[item.stream] = max(0, skip - len(item.text))
+                rest = item.text[skip:]
+                return OutputEvent(item.stream, rest) if rest else None
+        elif isinstance(item, ProgressEvent) and self.progress:
+            self.progress -= 1
+            return None
+        elif isinstance(item, DisplayEvent) and self.displays:
+            self.displays -= 1
+            return None
+        return item
+
+    def skip_all(self) -> None:
+        self.chars.clear()
+        self.progress = self.displays = 0
+
+
+def _resynced(message: dict[str, Any]) -> dict[str, Any]:
+    """A resync frame as the cell frame it stands for once the cell ended (else nothing)."""
+    cell = message.get("cell")
+    if isinstance(cell, dict) and cell.get("status") not in (None, "queued", "running"):
+        return {"type": "cell", "cell": cell}
+    return {}
+
+
 def _body(name: str, request: CellRequest) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": name,
@@ -415,6 +616,15 @@ def _stream_item(message: dict[str, Any]) -> StreamItem | None:
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"malformed {message.get('type')!r} frame: {exc!r}") from exc
     return None
+
+
+def _type_of(response: httpx.Response) -> str | None:
+    """The error class an error answer names (None when it names none)."""
+    try:
+        kind = response.json().get("type")
+    except (ValueError, AttributeError):
+        return None
+    return kind if isinstance(kind, str) else None
 
 
 def _error(response: httpx.Response) -> ScratchpadError:

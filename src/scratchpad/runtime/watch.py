@@ -33,6 +33,7 @@ from scratchpad.runtime.cell import (
     StreamItem,
     bundle_size,
 )
+from scratchpad.runtime.journal import Journals
 from scratchpad.scrub import scrub
 from scratchpad.text import cut_middle
 
@@ -183,7 +184,9 @@ class PadWatch:
     """The live feed of one pad name (it outlives the pad's runtimes: a reset, a restart, a
     removal and a re-creation are watched by the same subscribers)."""
 
-    __slots__ = ("__weakref__", "_subscribers", "last_activity", "name", "queue", "running")
+    __slots__ = (
+        "__weakref__", "_subscribers", "journals", "last_activity", "name", "queue", "running",
+    )  # fmt: skip
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -191,10 +194,16 @@ class PadWatch:
         self.running: RunningCell | None = None
         self.last_activity: float | None = None  # when a cell last started or ended
         self._subscribers: list[Subscription] = []
+        self.journals = Journals()  # each cell's numbered events, for clients that come back
 
     @property
     def watched(self) -> bool:
         return bool(self._subscribers)
+
+    @property
+    def attached(self) -> bool:
+        """Whether a client follows a cell's stream now (the pad must not sleep)."""
+        return self.journals.attached > 0
 
     def subscribe(
         self, *, max_chars: int = BUFFER_CHARS, max_events: int = BUFFER_EVENTS
@@ -225,17 +234,19 @@ class PadWatch:
     # -- fed by the runtime -----------------------------------------------------------------
     def queued(self, cell: Cell) -> None:
         self.queue[cell.id] = cell
+        event = events.FeedQueued.model_construct(cell=brief(cell))
+        self.journals.open(cell.id).append(event, len(cell.code), self.journals.generation)
         if self._subscribers:
-            self._publish(events.FeedQueued.model_construct(cell=brief(cell)), len(cell.code))
+            self._publish(event, len(cell.code))
 
     def started(self, cell: Cell) -> None:
         self.queue.pop(cell.id, None)
         now = self.last_activity = time.time()
         self.running = RunningCell(cell, now)
+        event = events.FeedStarted.model_construct(id=cell.id, number=cell.number, started_at=now)
+        self.journals.started(cell.id)
+        self.journals.add(cell.id, event, 0)
         if self._subscribers:
-            event = events.FeedStarted.model_construct(
-                id=cell.id, number=cell.number, started_at=now
-            )
             self._publish(event, 0)
 
     def seen(self, items: list[StreamItem]) -> list[StreamItem]:
@@ -247,8 +258,9 @@ class PadWatch:
         for item in items:
             if not isinstance(item, Cell):
                 running.add(item)
-                if self._subscribers:
-                    for event, size in _item_events(running.cell.id, item):
+                for event, size in _item_events(running.cell.id, item):
+                    self.journals.add(running.cell.id, event, size)
+                    if self._subscribers:
                         self._publish(event, size)
         return items
 
@@ -258,19 +270,26 @@ class PadWatch:
         if self.running is not None and self.running.cell is cell:
             self.running = None
         self.last_activity = time.time()
+        event = events.from_item(cell.id, cell)
+        self.journals.add(cell.id, event, 0)  # the runtime's record: the journal's end
         if self._subscribers:
-            self._publish(events.from_item(cell.id, cell), 0)
+            self._publish(event, 0)
 
     def gone(self, cell: Cell) -> None:
         """A queued cell whose caller went away before its turn: it never runs and is not
         recorded; its watchers see it end as cancelled."""
-        if self.queue.pop(cell.id, None) is not None and self._subscribers:
+        if self.queue.pop(cell.id, None) is not None:
             ended = events.cell_of(cell, status="cancelled", error=GONE_BEFORE_TURN)
-            self._publish(events.FeedCell.model_construct(cell=ended), 0)
+            event = events.FeedCell.model_construct(cell=ended)
+            self.journals.add(cell.id, event, 0)
+            if self._subscribers:
+                self._publish(event, 0)
 
     def status(self, pad: ScratchpadRuntime, status: str | None = None) -> None:
         """The pad started (or restarted, or was reset), closed, was removed (``status``
-        says so), or its kernel died: its watchers are told how it is now."""
+        says so), or its kernel died: its watchers are told how it is now. The runtime calls
+        it after each kernel start: the journals take the pad's kernel generation from it."""
+        self.journals.set_generation(getattr(pad, "generation", 0))
         if self._subscribers:
             from scratchpad.runtime.padinfo import describe_now
 
@@ -297,7 +316,7 @@ class PadWatch:
             subscription.put(event, size)
 
 
-def _item_events(cell_id: str, item: StreamItem) -> list[tuple[Event, int]]:
+def _item_events(cell_id: str, item: StreamItem) -> list[tuple[events.WatchEvent, int]]:
     """The events of one stream item (long output in pieces: a subscriber is never handed
     a big lump at once) with their sizes."""
     if isinstance(item, OutputEvent):

@@ -34,11 +34,11 @@ from scratchpad.connect.pending import PendingForms
 from scratchpad.connect.probe import stop_probes
 from scratchpad.errors import (
     InstallError,
+    InvalidInputError,
     ScratchpadError,
 )
 from scratchpad.events import (
     CancelRequest,
-    Cell,
     ExecuteFrame,
     ExecuteRequest,
     InstallRequest,
@@ -48,12 +48,14 @@ from scratchpad.events import (
 from scratchpad.fsutil import NO_SPACE, disk_full
 from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime import confinement
-from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id
+from scratchpad.runtime.accepts import remember
+from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id, check_execute_args
 from scratchpad.runtime.cell import new_cell_id
 from scratchpad.runtime.manager import ScratchpadManager, pad_root
 from scratchpad.runtime.padinfo import HISTORY
 from scratchpad.runtime.timeouts import check_timeout
 from scratchpad.server.browser_auth import FORM_PREFIX, BrowserSessions
+from scratchpad.server.cells_routes import cells_routes
 from scratchpad.server.conditional import VALIDATOR_HEADERS, Validators, answer_bytes, documented
 from scratchpad.server.datavault_routes import datavault_routes
 from scratchpad.server.files_routes import files_routes, upload_limit
@@ -66,10 +68,9 @@ from scratchpad.server.housekeeping import housekeeping
 from scratchpad.server.login_routes import login_routes
 from scratchpad.server.mcp_server import create_mcp_server, streamable_http_app
 from scratchpad.server.openapi import answers, api_docs, attachment, sse
-from scratchpad.server.pad_feed_routes import pad_feed_routes, recorded_cell
+from scratchpad.server.pad_feed_routes import pad_feed_routes
 from scratchpad.server.schemas import (
     CancelAnswer,
-    CellIdPath,
     InstallAnswer,
     Notebook,
     Ok,
@@ -140,6 +141,7 @@ def create_app(
     _protocol_routes(app, manager)
     _read_routes(app, manager)
     pad_feed_routes(app, manager)
+    app.include_router(cells_routes(manager))
     vault_routes(app, manager)
     datavault_routes(app, manager, forms)
     forms_routes(app, forms)
@@ -290,6 +292,13 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             stream_output=body.stream_output,
         )
         keep_going = body.on_disconnect == "continue" or follower
+        if body.on_disconnect == "continue" and not follower:
+            with contextlib.suppress(InvalidInputError):  # said in the stream, as before
+                request = check_execute_args(
+                    body.code, body.description, _estimate(body.estimated_seconds),
+                    body.estimated_time, cell_id, timeout_s,
+                )  # fmt: skip
+                remember(pad, request, timeout_s)  # a detached cell: in the accept log too
         gone = None if keep_going else _interrupter(pad, cell_id)
         return EventStream(frames, on_disconnect=gone)
 
@@ -340,11 +349,6 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         name = segment_name(name)
         cells = list(await manager.peek(name).load_cells())
         return await _json(lambda: {"name": name, "cells": [cell.to_dict() for cell in cells]})
-
-    @app.get("/v1/pads/{name}/cells/{cell_id}", **answers(Cell, 400, 404))
-    async def pad_cell(name: PadPath, cell_id: CellIdPath) -> Response:
-        cell = await recorded_cell(manager, segment_name(name), cell_id)
-        return await _json(cell.to_dict)
 
     markdown_answers = _export_answers(MARKDOWN, "text/markdown")
     notebook_answers = _export_answers(Notebook, IPYNB)

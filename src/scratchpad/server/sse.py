@@ -52,6 +52,7 @@ class EventStream(Response):
         named: bool = False,
         pace_bytes: int | None = None,
         numbered: bool = False,
+        event_id: Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
         # Not Response.__init__: it would add a content-length. no-store: nothing may cache a
         # cell; x-accel-buffering: proxies must not hold frames back.
@@ -65,6 +66,7 @@ class EventStream(Response):
         # back in their source (which bounds them its own way), and none is ever dropped.
         self.pace_bytes = pace_bytes
         self.numbered = numbered  # an ``id:`` line on each frame: 0, 1, 2, ...
+        self.event_id = event_id  # or the ``id:`` each frame names (a resumable stream)
         self._sequence = 0
         self._caught_up = asyncio.Event()
         self._gone = False
@@ -163,6 +165,8 @@ class EventStream(Response):
         if self.numbered:
             data = b"id: %d\n" % self._sequence + data
             self._sequence += 1
+        elif self.event_id is not None:
+            data = b"id: " + clean_text(self.event_id(message)).encode() + b"\n" + data
         return data
 
 

@@ -1,0 +1,39 @@
+"""Cell handles (runtime/handle.py): start a cell without waiting, look at it, follow it, find
+it again by id, cancel it."""
+
+from __future__ import annotations
+
+from scratchpad.runtime.cell import Cell
+from scratchpad.runtime.manager import ScratchpadManager
+
+
+async def test_a_started_cell_is_peeked_followed_waited_for_and_found_again(
+    manager: ScratchpadManager,
+) -> None:
+    pad = await manager.get_or_create("h")
+    code = "import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.2)\n'done'"
+    handle = await pad.start_cell(code, cell_id="handled")
+    assert handle.id == "handled"
+    peeked = await handle.peek()
+    assert isinstance(peeked, dict) and peeked["status"] in ("queued", "running")
+    assert await handle.wait(timeout=0.01) is None  # still running: no exception
+    frames = [frame async for frame in handle.events()]
+    assert [f.seq for f in frames] == list(range(1, len(frames) + 1))
+    assert "".join(getattr(f.event, "text", "") for f in frames) == "0\n1\n2\n"
+    cell = await handle.wait(timeout=30)
+    assert isinstance(cell, Cell) and cell.result == "'done'"
+    again = await pad.cell("handled")
+    assert await again.peek() == cell
+    late = [f.seq async for f in again.events(after=frames[-2].seq)]
+    assert late == [frames[-1].seq]  # only what came after
+
+
+async def test_a_handle_cancels_its_cell(manager: ScratchpadManager) -> None:
+    pad = await manager.get_or_create("h")
+    handle = await pad.start_cell("import time\nprint('on', flush=True)\ntime.sleep(30)")
+    async for frame in handle.events():
+        if frame.event.type == "output":
+            break
+    assert await handle.cancel()
+    cell = await handle.wait(timeout=30)
+    assert cell is not None and cell.status == "cancelled"
