@@ -1,11 +1,14 @@
-"""The shapes of the server's plain JSON answers, for its OpenAPI document
-(``/openapi.json``): the pad list, the vault, sessions, credential submissions. A pad's
-cells, frames, feed events and protocol requests are scratchpad/events.py's.
+"""What the server's own routes (server/app.py) answer, as the models they build and send
+through :func:`scratchpad.wire.wire` (``/openapi.json`` is generated from the same models): the
+protocol's small answers, the server's identity, the pad list, a pad's cells and notebook; the
+one error body; the path parameters every route module shares (:data:`PadPath`,
+:data:`CellIdPath` with the rules of events.py's :data:`PadName` and :data:`CellId`;
+:data:`VaultPath`). Other routes' answers live beside them (vault_routes.py, forms_routes.py,
+files_routes.py, login_routes.py, pad_feed_routes.py); a pad's cells, frames, feed events and
+requests are scratchpad/events.py's.
 
-Documentation only: routes build their answers as plain data (a pad's cells can be many MB,
-and validating them again on every call would slow the execute path), and the tests check
-real answers against these models. The path parameters (:data:`PadPath`, :data:`CellIdPath`)
-carry the rules of events.py's :data:`PadName` and :data:`CellId`.
+The credential submissions' events (connect/flow.py builds them as data) are described here
+for the document only; the tests check the events sent against them.
 """
 
 from __future__ import annotations
@@ -61,25 +64,6 @@ class ErrorBody(BaseModel):
 
 class Ok(BaseModel):
     ok: Literal[True]
-
-
-class LoginLink(BaseModel):
-    url: str = Field(description="A one-time link: opening it logs a browser in.")
-    expires_at: float = Field(description="Epoch seconds: unused after that, it is void.")
-
-
-class BrowserSession(BaseModel):
-    """What a login link's token gives: a session for one browser tab."""
-
-    session: str = Field(description="Send it as the X-Scratchpad-Session header.")
-    scope: str = Field(description="'all', or 'form:<form_id>' (that form only).")
-    next: str = Field(description="The page the link opens (a path here).")
-    expires_at: float = Field(description="Epoch seconds: the session ends then, or at logout.")
-
-
-class SignedUrl(BaseModel):
-    url: str = Field(description="The path with its signature (`sig`): GET it with no header.")
-    expires_at: float = Field(description="Epoch seconds: the URL is void after that.")
 
 
 class CancelAnswer(BaseModel):
@@ -143,87 +127,6 @@ class Notebook(BaseModel):
     nbformat_minor: int
     metadata: dict[str, Any]
     cells: list[dict[str, Any]]
-
-
-# -- the vault (no answer holds a secret value) ---------------------------------------------
-class DatasourceSummary(BaseModel):
-    engine: str
-    name: str
-    created_at: str
-    updated_at: str
-    fields: list[str]
-    secure_keys: list[str]
-    env: list[str] = Field(description="The DS_* variables pads get.")
-
-
-class UnreadableDatasource(BaseModel):
-    """A stored record that cannot be read (corrupt, or another key)."""
-
-    engine: str
-    name: str
-    error: str
-    file: str
-
-
-class DatasourceList(BaseModel):
-    datasources: list[DatasourceSummary | UnreadableDatasource]
-
-
-class Datasource(BaseModel):
-    engine: str
-    name: str
-    created_at: str
-    updated_at: str
-    fields: dict[str, str] = Field(
-        description="Values; a secret one is '********' (send it back to keep it)."
-    )
-    secure_keys: list[str]
-
-
-class DatasourceCheck(BaseModel):
-    ok: bool
-    problems: list[str]
-    engine: Any = Field(description="The engine as sent.")
-    name: Any = Field(description="The name as sent, or the next free one.")
-
-
-class Connection(BaseModel):
-    engine: str
-    name: str
-
-
-class Grants(BaseModel):
-    pad: str
-    default: Literal["all", "none"]
-    connections: list[Connection]
-
-
-class PadGrants(BaseModel):
-    pad: str
-    connections: list[Connection]
-
-
-class AllGrants(BaseModel):
-    """What every pad gets, in one answer (the Vault page's)."""
-
-    default: Literal["all", "none"]
-    pads: list[PadGrants] = Field(description="Every pad on disk or running, by name.")
-
-
-class AuditEntry(BaseModel):
-    at: str
-    event: Literal["inject", "rotate", "save", "delete", "grant", "revoke", "probe"]
-    pad: str | None = None
-    engine: str
-    name: str
-
-
-class AuditLog(BaseModel):
-    entries: list[AuditEntry]
-
-
-class VaultDescription(BaseModel):
-    description: str = Field(description="What the model is told of the credentials pads get.")
 
 
 # -- credential submissions (connect/flow.py) ---------------------------------------------
