@@ -1,12 +1,13 @@
 """The bytes of the server's plain JSON answers, pinned: the protocol's small answers, the
 server's identity, the pad list, a pad's cells and its exports, text slices, the vault
-(connections, grants, audit), the forms a model asked for, browser sessions and workspace
-files, each compared with ``snapshots/answers.txt``. A change here changes what clients
-written elsewhere read: it must be deliberate (rewrite it with ``WRITE_WIRE_SNAPSHOTS=1`` and
-say why in the commit).
+(connections, grants, audit), the forms a model asked for, credential submissions, browser
+sessions and workspace files, each compared with ``snapshots/answers_*.txt``. A change here
+changes what clients written elsewhere read: it must be deliberate (rewrite them with
+``WRITE_WIRE_SNAPSHOTS=1`` and say why in the commit).
 
-Values that change from run to run (times, tokens, signatures, pids) are fixed by the test or
-replaced by a placeholder before the bytes are compared; everything else is as it went out."""
+Values that change from run to run (times, tokens, signatures, ids, pids) are fixed by the
+test or replaced by a placeholder before the bytes are compared; everything else is as it went
+out."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from scratchpad.config import Settings
 from scratchpad.errors import InstallError
@@ -27,6 +29,7 @@ from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.server.app import create_app
+from scratchpad.server.datavault_routes import datavault_routes
 from scratchpad.vault import Vault, audit
 from tests.server.test_wire_snapshots import check, recorded
 
@@ -41,6 +44,7 @@ RANDOM = (  # what differs from run to run, as (pattern, placeholder)
     (re.compile(r'"expires_at":[0-9.e+]+'), '"expires_at":<time>'),
     (re.compile(r'"created_at":[0-9.e+]+'), '"created_at":<time>'),
     (re.compile(r"fm_[0-9a-f]+"), "<form>"),
+    (re.compile(r"sub_[0-9a-f]+"), "<submission>"),
 )
 
 
@@ -276,3 +280,28 @@ async def test_form_session_and_file_answers_keep_their_bytes(
     await pin("GET", "/v1/pads/main/files", params={"path": "data"})
     await pin("DELETE", "/v1/pads/main/files/data/ü.txt")
     check("answers_forms_files.txt", pin.text())
+
+
+async def test_a_submissions_answer_keeps_its_bytes(manager: ScratchpadManager) -> None:
+    app = FastAPI()
+    submissions = datavault_routes(app, manager)
+    spec = {
+        "engine": "postgres",
+        "title": "Connect",
+        "fields": [
+            {"name": "host", "label": "Host", "type": "text", "required": True},
+            {"name": "password", "label": "Password", "type": "password", "required": False},
+        ],
+    }
+    staged = submissions.stage(spec, {"host": "db ü", "password": "s3cret-x"}, form_id="f-1")
+    ended = submissions.stage(
+        spec, {"host": "h"}, ["password"], conversation_id="c-1", connection_name="prod"
+    )
+    ended.status = "failed"
+    ended.outcome = {"status": "failed", "reason": "no route to host ü", "fields": ["host"]}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
+        pin = Pinned(client)
+        for submission in (staged, ended):
+            await pin("GET", f"/v1/datavault/submissions/{submission.id}")
+    check("answers_submissions.txt", pin.text())
