@@ -6,6 +6,7 @@ that form answers a plain 4xx before any stream starts, and a server with no mod
 probe a plain 503 saying what to configure. ``GET
 /v1/datavault/submissions/{id}`` tells how a submission stands (field names, never values).
 ``POST /v1/datasources/{engine}/{name}/test`` probes a saved connection the same way.
+(:class:`SubmissionInfo`: the status answer's model; the events' are in schemas.py.)
 
 A client that goes away does not stop a probe: it runs to its verdict (a success is saved),
 and the submission's status says how it ended.
@@ -19,7 +20,7 @@ submit only that form and read only its submissions.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,10 +34,27 @@ from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.browser_auth import form_scope
 from scratchpad.server.forms_routes import check_scope
 from scratchpad.server.openapi import answers, sse
-from scratchpad.server.schemas import SubmissionEvent, SubmissionInfo, VaultPath
+from scratchpad.server.schemas import SubmissionEvent, VaultPath
 from scratchpad.server.sse import EventStream
+from scratchpad.wire import wire
 
 FINAL_EVENTS = frozenset({"response.completed", "response.failed"})
+
+
+class SubmissionInfo(BaseModel):
+    """How a submission stands: names, never values."""
+
+    id: str
+    form_id: str
+    conversation_id: str | None
+    engine: str
+    method: str | None
+    fields: list[str]
+    skipped: list[str]
+    connection_name: str | None
+    status: Literal["staged", "probing", "success", "needs_input", "retry", "failed"]
+    created_at: float
+    outcome: dict[str, Any]
 
 
 class SubmissionBody(BaseModel):
@@ -95,7 +113,7 @@ def datavault_routes(
     async def submission(submission_id: str, request: Request) -> dict[str, Any]:
         found = submissions.get(submission_id)
         check_scope(request, found.form_id)
-        return found.describe()
+        return wire(SubmissionInfo.model_validate(found.describe()))
 
     @app.post(
         "/v1/datasources/{engine}/{name}/test",

@@ -130,22 +130,6 @@ class Notebook(BaseModel):
 
 
 # -- credential submissions (connect/flow.py) ---------------------------------------------
-class SubmissionInfo(BaseModel):
-    """How a submission stands: names, never values."""
-
-    id: str
-    form_id: str
-    conversation_id: str | None
-    engine: str
-    method: str | None
-    fields: list[str]
-    skipped: list[str]
-    connection_name: str | None
-    status: Literal["staged", "probing", "success", "needs_input", "retry", "failed"]
-    created_at: float
-    outcome: dict[str, Any]
-
-
 class ResponseError(BaseModel):
     code: str
     message: str
