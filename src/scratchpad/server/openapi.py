@@ -31,8 +31,7 @@ from pydantic.json_schema import models_json_schema
 
 from scratchpad.events import members
 from scratchpad.server.browser_auth import SESSION_HEADER, SIGNABLE, SIGNATURE_PARAM
-from scratchpad.server.guard import OPEN_PATHS
-from scratchpad.server.schemas import ErrorBody
+from scratchpad.server.guard import OPEN_PATHS, ErrorBody
 from scratchpad.server.web_routes import WEB_DIR
 
 SCHEMAS = "#/components/schemas/"

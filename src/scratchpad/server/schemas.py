@@ -1,11 +1,11 @@
 """What the server's own routes (server/app.py) answer, as the models they build and send
 through :func:`scratchpad.wire.wire` (``/openapi.json`` is generated from the same models): the
-protocol's small answers, the server's identity, the pad list, a pad's cells and notebook; the
-one error body; the path parameters every route module shares (:data:`PadPath`,
-:data:`CellIdPath` with the rules of events.py's :data:`PadName` and :data:`CellId`;
-:data:`VaultPath`). Other routes' answers live beside them (vault_routes.py, forms_routes.py,
-files_routes.py, login_routes.py, pad_feed_routes.py); a pad's cells, frames, feed events and
-requests are scratchpad/events.py's.
+protocol's small answers, the server's identity, the pad list, a pad's cells and notebook; and
+the path parameters every route module shares (:data:`PadPath`, :data:`CellIdPath` with the
+rules of events.py's :data:`PadName` and :data:`CellId`; :data:`VaultPath`). Other routes'
+answers live beside them (vault_routes.py, forms_routes.py, files_routes.py, login_routes.py,
+pad_feed_routes.py, datavault_routes.py; the error body: guard.py); a pad's cells, frames, feed
+events and requests are scratchpad/events.py's.
 
 The credential submissions' events (connect/flow.py builds them as data) are described here
 for the document only; the tests check the events sent against them.
@@ -50,16 +50,6 @@ VaultPath = Annotated[
         json_schema_extra={"pattern": f"^{NAME_RE.pattern}$"},
     ),
 ]
-
-
-class ErrorBody(BaseModel):
-    """Every 4xx/5xx answer (server/guard.py ``error()``)."""
-
-    error: str = Field(description="What went wrong and what to do (secrets scrubbed).")
-    type: str = Field(
-        description="The error class (InvalidInputError, PadNotFoundError, ...) or an HTTP-level "
-        "refusal (NotFound, MethodNotAllowed, InternalError)."
-    )
 
 
 class Ok(BaseModel):
