@@ -6,7 +6,7 @@ that form answers a plain 4xx before any stream starts, and a server with no mod
 probe a plain 503 saying what to configure. ``GET
 /v1/datavault/submissions/{id}`` tells how a submission stands (field names, never values).
 ``POST /v1/datasources/{engine}/{name}/test`` probes a saved connection the same way.
-(:class:`SubmissionInfo`: the status answer's model; the events' are in schemas.py.)
+(:class:`SubmissionInfo`: the status answer's model; the events' are connect/responses.py's.)
 
 A client that goes away does not stop a probe: it runs to its verdict (a success is saved),
 and the submission's status says how it ended.
@@ -20,7 +20,7 @@ submit only that form and read only its submissions.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from fastapi import FastAPI, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,17 +28,37 @@ from pydantic import BaseModel, ConfigDict, Field
 from scratchpad.connect.credentials import probe_provider, saved_submission
 from scratchpad.connect.flow import submission_events
 from scratchpad.connect.pending import PendingForms
+from scratchpad.connect.responses import (
+    ResponseCompleted,
+    ResponseCreated,
+    ResponseFailed,
+    ResponseInProgress,
+    ResponseTextDelta,
+)
 from scratchpad.connect.submissions import Submission, Submissions
+from scratchpad.events import ErrorFrame
 from scratchpad.llm.provider import Provider
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.browser_auth import form_scope
 from scratchpad.server.forms_routes import check_scope
 from scratchpad.server.openapi import answers, sse
-from scratchpad.server.schemas import SubmissionEvent, VaultPath
+from scratchpad.server.schemas import VaultPath
 from scratchpad.server.sse import EventStream
 from scratchpad.wire import wire
 
 FINAL_EVENTS = frozenset({"response.completed", "response.failed"})
+# What a submission's stream sends: connect/flow.py's events, or the server's error frame.
+SubmissionEvent = Annotated[
+    Union[  # noqa: UP007
+        ResponseCreated,
+        ResponseTextDelta,
+        ResponseInProgress,
+        ResponseCompleted,
+        ResponseFailed,
+        ErrorFrame,
+    ],
+    Field(discriminator="type"),
+]
 
 
 class SubmissionInfo(BaseModel):

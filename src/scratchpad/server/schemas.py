@@ -4,16 +4,14 @@ protocol's small answers, the server's identity, the pad list, a pad's cells and
 the path parameters every route module shares (:data:`PadPath`, :data:`CellIdPath` with the
 rules of events.py's :data:`PadName` and :data:`CellId`; :data:`VaultPath`). Other routes'
 answers live beside them (vault_routes.py, forms_routes.py, files_routes.py, login_routes.py,
-pad_feed_routes.py, datavault_routes.py; the error body: guard.py); a pad's cells, frames, feed
+pad_feed_routes.py, datavault_routes.py; the error body: guard.py; a credential submission's
+events: connect/responses.py); a pad's cells, frames, feed
 events and requests are scratchpad/events.py's.
-
-The credential submissions' events (connect/flow.py builds them as data) are described here
-for the document only; the tests check the events sent against them.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,7 +21,6 @@ from scratchpad.events import (
     PAD_NAME_RULE,
     PAD_NAME_SCHEMA,
     Cell,
-    ErrorFrame,
     PadInfo,
 )
 from scratchpad.vault.names import NAME_RE, NAME_RULE
@@ -117,82 +114,3 @@ class Notebook(BaseModel):
     nbformat_minor: int
     metadata: dict[str, Any]
     cells: list[dict[str, Any]]
-
-
-# -- credential submissions (connect/flow.py) ---------------------------------------------
-class ResponseError(BaseModel):
-    code: str
-    message: str
-
-
-class ResponseObject(BaseModel):
-    """The submission as a Responses API ``response``; its status says how it ended."""
-
-    model_config = ConfigDict(extra="allow")
-    id: str
-    object: Literal["response"]
-    status: Literal["in_progress", "success", "needs_input", "retry", "failed"]
-    submission_id: str
-    form_id: str
-    output_text: str | None = None
-    connection: dict[str, Any] | None = Field(None, description="success: engine, name, variables.")
-    error: str | ResponseError | None = None
-    follow_up: str | None = None
-    reason: str | None = None
-    fields: list[str] | None = None
-
-
-class ResponseCreated(BaseModel):
-    type: Literal["response.created"]
-    sequence_number: int
-    response: ResponseObject
-
-
-class ResponseTextDelta(BaseModel):
-    """Chat text; fenced ``data-vault-form-patch`` blocks in it are patches of the form."""
-
-    type: Literal["response.output_text.delta"]
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    delta: str
-
-
-class ResponseInProgress(BaseModel):
-    """What the probe does in its pad."""
-
-    type: Literal["response.in_progress"]
-    sequence_number: int
-    response: ResponseObject
-    thought_role: Literal["scratchpad.start", "scratchpad.result", "scratchpad.end"]
-    thought: dict[str, Any]
-
-
-class ResponseCompleted(BaseModel):
-    """The last event of a probe that ran: ``response.status`` says how it ended."""
-
-    type: Literal["response.completed"]
-    sequence_number: int
-    response: ResponseObject
-
-
-class ResponseFailed(BaseModel):
-    """The last event when the probe could not run (``response.error`` says why)."""
-
-    type: Literal["response.failed"]
-    sequence_number: int
-    response: ResponseObject
-
-
-SubmissionEvent = Annotated[
-    Union[  # noqa: UP007
-        ResponseCreated,
-        ResponseTextDelta,
-        ResponseInProgress,
-        ResponseCompleted,
-        ResponseFailed,
-        ErrorFrame,
-    ],
-    Field(discriminator="type"),
-]
