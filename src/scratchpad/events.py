@@ -18,14 +18,15 @@ become events here only, in :func:`cell_of`, :func:`from_item` and :func:`frame_
 
 from __future__ import annotations
 
-import functools
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from scratchpad.padnames import MAX_NAME_CHARS
 from scratchpad.runtime import cell as runtime
 from scratchpad.runtime.cell import CELL_ID
+from scratchpad.wire import made as _made
+from scratchpad.wire import wire as wire  # the events' way onto the wire (scratchpad/wire.py)
 
 # -- names and ids, as JSON Schema ----------------------------------------------------------
 # The rule of padnames.py: at most 128 characters (JSON Schema counts code points, as Python's
@@ -42,8 +43,6 @@ PAD_NAME_SCHEMA: dict[str, Any] = {
     "pattern": PAD_NAME_PATTERN,
 }
 PadName = Annotated[str, Field(description=PAD_NAME_RULE, json_schema_extra=PAD_NAME_SCHEMA)]
-M = TypeVar("M", bound=BaseModel)
-_set = object.__setattr__  # what model_construct sets, on a frozen model
 CELL_ID_RULE = "A cell's id: 1-64 letters, digits, '_' or '-'; another answers 400."
 CELL_ID_SCHEMA: dict[str, Any] = {
     "minLength": 1,
@@ -430,65 +429,12 @@ def cell_frame(cell: Cell) -> CellFrame:
     return _made(CellFrame, {"type": "cell", "cell": cell})
 
 
-def _made(model: type[M], values: dict[str, Any]) -> M:
-    """``model.model_construct(**values)`` without its loop over the fields (a frame per
-    output piece): ``values`` hold its fields in declaration order, none left to default."""
-    event = model.__new__(model)
-    _set(event, "__dict__", values)
-    _set(event, "__pydantic_fields_set__", set(values))
-    _set(event, "__pydantic_extra__", None)
-    _set(event, "__pydantic_private__", None)
-    return event
-
-
 def watched_pad(info: dict[str, Any]) -> WatchedPad:
     """The event form of a pad's line (``PadInfo.to_dict()`` of runtime/padinfo.py)."""
     running = info.get("running")
     if running is not None:
         info = {**info, "running": RunningBrief.model_construct(**running)}
     return WatchedPad.model_construct(**info)
-
-
-def wire(event: BaseModel) -> dict[str, Any]:
-    """``event`` as JSON-ready data, as clients read it: fields in declaration order, an
-    unset field whose default is None left out, values as they are (nested models too)."""
-    values = event.__dict__
-    layout = _layout(type(event))
-    if layout is None:  # no field to leave out or to turn into data: as it is
-        return dict(values)
-    given = event.__pydantic_fields_set__
-    data: dict[str, Any] = {}
-    for name, optional, nested in layout:
-        if name not in given and (optional or name not in values):
-            continue  # left out (a fitted cell whose code was too long has none)
-        value = values[name]
-        data[name] = _wire_value(value) if nested else value
-    return data
-
-
-def _wire_value(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return wire(value)
-    if isinstance(value, list) and value and isinstance(value[0], BaseModel):
-        return [_wire_value(item) for item in value]
-    return value
-
-
-@functools.cache
-def _layout(model: type[BaseModel]) -> tuple[tuple[str, bool, bool], ...] | None:
-    """Per field of ``model``: its name, whether it is left out when unset (default None),
-    whether it may hold models; None when no field is either (its values are its data)."""
-    layout = tuple(
-        (name, not field.is_required() and field.default is None, _holds_models(field.annotation))
-        for name, field in model.model_fields.items()
-    )
-    return None if not any(optional or nested for _, optional, nested in layout) else layout
-
-
-def _holds_models(annotation: Any) -> bool:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return True
-    return any(_holds_models(arg) for arg in get_args(annotation))
 
 
 def members(union: Any) -> tuple[type[BaseModel], ...]:

@@ -158,3 +158,16 @@ def test_pads_on_a_server_describe_its_credentials_by_name(tmp_path: Path) -> No
     assert "s3cret-pw-1" not in described
     gone = Settings(home=tmp_path / "client", backend="remote", remote_url=url, remote_api_key=key)
     assert ScratchpadManager(settings=gone).describe_credentials() == ""  # no server: nothing
+
+
+async def test_an_audit_line_that_is_not_an_entry_is_skipped(
+    vault_client: tuple[httpx.AsyncClient, Vault],
+) -> None:
+    client, vault = vault_client
+    vault.audit.append("save", "postgres", "1")
+    with vault.audit.path.open("a", encoding="utf-8") as log:
+        log.write('{"what": "not an entry"}\n[1, 2]\n{"at": "x", "event": "unknown"}\n')
+    vault.audit.append("grant", "postgres", "1", pad="main")
+    answer = await client.get("/v1/vault/audit")
+    assert answer.status_code == 200, answer.text
+    assert [e["event"] for e in answer.json()["entries"]] == ["save", "grant"]

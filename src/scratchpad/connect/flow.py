@@ -28,6 +28,15 @@ from scratchpad.config import Settings
 from scratchpad.connect.probe import Probe
 from scratchpad.connect.probe_tools import ProbeEvent, Verdict
 from scratchpad.connect.prompt import PROBE_PAD
+from scratchpad.connect.responses import (
+    ResponseCompleted,
+    ResponseCreated,
+    ResponseError,
+    ResponseFailed,
+    ResponseInProgress,
+    ResponseObject,
+    ResponseTextDelta,
+)
 from scratchpad.connect.scrubbing import SubmissionScrubber
 from scratchpad.connect.submissions import Submission
 from scratchpad.errors import InvalidInputError, ScratchpadError
@@ -38,6 +47,7 @@ from scratchpad.vault.engines import shape_problems
 from scratchpad.vault.forms import patch_block
 from scratchpad.vault.names import env_name
 from scratchpad.vault.store import Vault
+from scratchpad.wire import wire
 
 log = logging.getLogger(__name__)
 CELL_TEXT_CHARS = 8000
@@ -48,23 +58,29 @@ SUCCESS_ACTIONS = [
 
 
 class ResponseEvents:
-    """The events of one stream, numbered in order. What the probe made is scrubbed where
-    it comes out of the probe; names and ids (engine, connection, fields) are shown as they
-    are."""
+    """The events of one stream, numbered in order (connect/responses.py's models, sent as
+    data). What the probe made is scrubbed where it comes out of the probe; names and ids
+    (engine, connection, fields) are shown as they are."""
 
     def __init__(self, submission: Submission) -> None:
         self.submission = submission
         self._sequence = 0
 
-    def event(self, kind: str, **fields: Any) -> dict[str, Any]:
-        payload = {"type": kind, "sequence_number": self._sequence, **fields}
+    def _number(self) -> int:
+        number = self._sequence
         self._sequence += 1
-        return payload
+        return number
 
-    def response(self, status: str, **more: Any) -> dict[str, Any]:
+    def response(self, status: str, **more: Any) -> ResponseObject:
         sub = self.submission
-        return {"id": sub.id, "object": "response", "status": status,
-                "submission_id": sub.id, "form_id": sub.form_id, **more}  # fmt: skip
+        return ResponseObject(
+            id=sub.id,
+            object="response",
+            status=status,
+            submission_id=sub.id,
+            form_id=sub.form_id,
+            **more,
+        )
 
     def ended(self, status: str, **outcome: Any) -> None:
         """Record how the submission ended (what ``describe()`` shows)."""
@@ -72,11 +88,24 @@ class ResponseEvents:
         self.submission.outcome = {"status": status, **outcome}
 
     def created(self) -> dict[str, Any]:
-        return self.event("response.created", response=self.response("in_progress"))
+        response = self.response("in_progress")
+        return wire(
+            ResponseCreated(
+                type="response.created", sequence_number=self._number(), response=response
+            )
+        )
 
     def text(self, text: str) -> dict[str, Any]:
-        return self.event("response.output_text.delta", item_id=self.submission.id,
-                          output_index=0, content_index=0, delta=text)  # fmt: skip
+        return wire(
+            ResponseTextDelta(
+                type="response.output_text.delta",
+                sequence_number=self._number(),
+                item_id=self.submission.id,
+                output_index=0,
+                content_index=0,
+                delta=text,
+            )
+        )
 
     def patch(self, **changes: Any) -> list[dict[str, Any]]:
         """The patch as a block in a text delta; none (logged) if it is not a valid patch."""
@@ -88,16 +117,33 @@ class ResponseEvents:
         return [self.text("\n" + block + "\n")]
 
     def thought(self, role: str, **thought: Any) -> dict[str, Any]:
-        return self.event("response.in_progress", response=self.response("in_progress"),
-                          thought_role=role, thought=thought)  # fmt: skip
+        response = self.response("in_progress")
+        return wire(
+            ResponseInProgress(
+                type="response.in_progress",
+                sequence_number=self._number(),
+                response=response,
+                thought_role=role,
+                thought=thought,
+            )
+        )
 
     def completed(self, status: str, text: str, **more: Any) -> dict[str, Any]:
         response = self.response(status, output_text=text, **more)
-        return self.event("response.completed", response=response)
+        return wire(
+            ResponseCompleted(
+                type="response.completed", sequence_number=self._number(), response=response
+            )
+        )
 
     def failed(self, message: str, code: str) -> dict[str, Any]:
-        error = {"code": code, "message": message}
-        return self.event("response.failed", response=self.response("failed", error=error))
+        error = ResponseError(code=code, message=message)
+        response = self.response("failed", error=error)
+        return wire(
+            ResponseFailed(
+                type="response.failed", sequence_number=self._number(), response=response
+            )
+        )
 
 
 async def submission_events(

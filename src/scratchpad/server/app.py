@@ -15,7 +15,6 @@ import math
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
@@ -29,7 +28,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match, Route
 from starlette.types import Scope
 
-from scratchpad import __version__
+from scratchpad import __version__, events
 from scratchpad.connect.pending import PendingForms
 from scratchpad.connect.probe import stop_probes
 from scratchpad.errors import (
@@ -83,10 +82,13 @@ from scratchpad.server.schemas import (
 from scratchpad.server.sse import EventStream
 from scratchpad.server.vault_routes import prime_vault, vault_routes
 from scratchpad.server.web_routes import web_routes
+from scratchpad.wire import made, wire
 
 log = logging.getLogger(__name__)
 MARKDOWN = {"type": "string", "description": "The pad as notebook markdown."}
 IPYNB = "application/x-ipynb+json"
+PAD_FIELDS = tuple(events.PadInfo.model_fields)  # a pad's line: runtime/padinfo.py's PadInfo
+OK = wire(Ok(ok=True))  # the same data for every plain "done" (FastAPI encodes a copy)
 NAMED = attachment("`attachment`, named after the pad: an ASCII stand-in, then in UTF-8.")
 
 
@@ -232,46 +234,37 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             base_url=body.coding_base_url or "",
         )
         await pad.configure_llm(llm)
-        return {"ok": True}
+        return OK
 
     @app.post("/scratchpad/reset", **answers(ResetAnswer, 400, 409, 422, 503))
     async def reset(body: PadRequest) -> dict[str, Any]:
         """Reset the pad; one that is gone (another client removed it) has nothing to reset."""
         if not manager.exists(body.name):
-            return {"ok": True, "reset": False}
+            return wire(ResetAnswer(ok=True, reset=False))
         await (await manager.get_or_create(body.name)).reset()
-        return {"ok": True, "reset": True}
+        return wire(ResetAnswer(ok=True, reset=True))
 
     @app.post("/scratchpad/close", **answers(Ok, 400, 422))
     async def close(body: PadRequest) -> dict[str, Any]:
         await manager.close(body.name)
-        return {"ok": True}
+        return OK
 
     @app.post("/scratchpad/cancel", **answers(CancelAnswer, 400, 422))
     async def cancel(body: CancelRequest) -> dict[str, Any]:
         """Cancel the pad's running cell (or cell ``id``); a pad that is gone has none."""
         check_cell_id(body.id)
-        return {"ok": True, "cancelled": await manager.cancel(body.name, body.id)}
+        cancelled = await manager.cancel(body.name, body.id)
+        return wire(CancelAnswer(ok=True, cancelled=cancelled))
 
     @app.post("/scratchpad/cleanup", **answers(Ok, 400, 422))
     async def cleanup(body: PadRequest) -> dict[str, Any]:
         if manager.exists(body.name):
             await manager.remove(body.name)
-        return {"ok": True}
+        return OK
 
     @app.post("/scratchpad/install", **answers(InstallAnswer, 400, 409, 422, 503))
     async def install(body: InstallRequest) -> dict[str, Any]:
-        if not body.packages:
-            return {"result": "No packages specified."}
-        options = [s for s in body.packages if any(w.startswith("-") for w in s.split())]
-        if options:  # e.g. "-r FILE": answered as the protocol's other server's pip would
-            return {"result": f"Install failed (refused): {options[0]!r} {NOT_A_PACKAGE}"}
-        pad = await manager.get_or_create(body.name)
-        try:
-            return {"result": await pad.install_packages(body.packages)}
-        except InstallError as exc:  # the protocol reports a failed install as its result
-            code = "timed out" if exc.exit_code is None else f"exit {exc.exit_code}"
-            return {"result": f"Install failed ({code}): {exc}"}  # the local words, output too
+        return wire(InstallAnswer(result=await _install(manager, body)))
 
     @app.post("/scratchpad/execute-stream", **sse(ExecuteFrame, 400, 409, 422, 503))
     async def execute_stream(body: ExecuteRequest) -> EventStream:
@@ -303,6 +296,22 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         return EventStream(frames, on_disconnect=gone)
 
 
+async def _install(manager: ScratchpadManager, body: InstallRequest) -> str:
+    """What an install answers: the installer's output, or why it failed (the protocol
+    reports a failed install as its result)."""
+    if not body.packages:
+        return "No packages specified."
+    options = [s for s in body.packages if any(w.startswith("-") for w in s.split())]
+    if options:  # e.g. "-r FILE": answered as the protocol's other server's pip would
+        return f"Install failed (refused): {options[0]!r} {NOT_A_PACKAGE}"
+    pad = await manager.get_or_create(body.name)
+    try:
+        return await pad.install_packages(body.packages)
+    except InstallError as exc:
+        code = "timed out" if exc.exit_code is None else f"exit {exc.exit_code}"
+        return f"Install failed ({code}): {exc}"  # the local words, output too
+
+
 def _estimate(seconds: float | None) -> float:
     """The protocol's estimate: anything but a finite number >= 0 means "no estimate"."""
     if seconds is None or not math.isfinite(seconds) or seconds < 0:
@@ -327,28 +336,28 @@ def _interrupter(pad: ScratchpadRuntime, cell_id: str) -> Callable[[], None]:
 def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     @app.get("/healthz", **answers(Ok))
     async def healthz() -> dict[str, Any]:
-        return {"ok": True}
+        return OK
 
     @app.get("/v1/server", **answers(ServerInfo))
     async def server() -> dict[str, Any]:
         """Who answers here: a cheap, authenticated identity check for clients."""
-        return {
-            "pid": os.getpid(),
-            "version": __version__,
-            "running_pads": manager.names(),
-            **await asyncio.to_thread(confinement.report, manager.settings),
-        }
+        report = await asyncio.to_thread(confinement.report, manager.settings)
+        mine = {"pid": os.getpid(), "version": __version__, "running_pads": manager.names()}
+        return wire(ServerInfo.model_validate({**mine, **report}))
 
     @app.get("/v1/pads", **answers(PadList))
     async def pads() -> dict[str, Any]:
-        listed = await manager.list_pads()
-        return {"pads": [asdict(info) for info in listed]}
+        listed = await manager.list_pads()  # built unchecked: a line per pad, each call
+        lines = [made(events.PadInfo, {f: getattr(info, f) for f in PAD_FIELDS}) for info in listed]
+        return wire(made(PadList, {"pads": lines}))
 
     @app.get("/v1/pads/{name}", **answers(PadCells, 400, 404))
     async def pad_cells(name: PadPath) -> Response:
         name = segment_name(name)
         cells = list(await manager.peek(name).load_cells())
-        return await _json(lambda: {"name": name, "cells": [cell.to_dict() for cell in cells]})
+        return await _json(
+            lambda: wire(made(PadCells, {"name": name, "cells": list(map(events.cell_of, cells))}))
+        )
 
     markdown_answers = _export_answers(MARKDOWN, "text/markdown")
     notebook_answers = _export_answers(Notebook, IPYNB)
@@ -390,7 +399,8 @@ async def _export(
         body = (await asyncio.to_thread(pad.dump)).encode()
         media_type = "text/markdown; charset=utf-8"
     else:
-        body = (await asyncio.to_thread(lambda: json.dumps(pad.to_ipynb(), indent=1))).encode()
+        notebook = lambda: json.dumps(wire(made(Notebook, pad.to_ipynb())), indent=1)  # noqa: E731
+        body = (await asyncio.to_thread(notebook)).encode()
         media_type = IPYNB
     modified = await asyncio.to_thread(_history_modified, manager, name)
     named = {"content-disposition": content_disposition(f"{name}.{kind}")}

@@ -6,6 +6,7 @@ that form answers a plain 4xx before any stream starts, and a server with no mod
 probe a plain 503 saying what to configure. ``GET
 /v1/datavault/submissions/{id}`` tells how a submission stands (field names, never values).
 ``POST /v1/datasources/{engine}/{name}/test`` probes a saved connection the same way.
+(:class:`SubmissionInfo`: the status answer's model; the events' are connect/responses.py's.)
 
 A client that goes away does not stop a probe: it runs to its verdict (a success is saved),
 and the submission's status says how it ended.
@@ -19,7 +20,7 @@ submit only that form and read only its submissions.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any, Literal, Union
 
 from fastapi import FastAPI, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,16 +28,53 @@ from pydantic import BaseModel, ConfigDict, Field
 from scratchpad.connect.credentials import probe_provider, saved_submission
 from scratchpad.connect.flow import submission_events
 from scratchpad.connect.pending import PendingForms
+from scratchpad.connect.responses import (
+    ResponseCompleted,
+    ResponseCreated,
+    ResponseFailed,
+    ResponseInProgress,
+    ResponseTextDelta,
+)
 from scratchpad.connect.submissions import Submission, Submissions
+from scratchpad.events import ErrorFrame
 from scratchpad.llm.provider import Provider
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.server.browser_auth import form_scope
 from scratchpad.server.forms_routes import check_scope
 from scratchpad.server.openapi import answers, sse
-from scratchpad.server.schemas import SubmissionEvent, SubmissionInfo, VaultPath
+from scratchpad.server.schemas import VaultPath
 from scratchpad.server.sse import EventStream
+from scratchpad.wire import wire
 
 FINAL_EVENTS = frozenset({"response.completed", "response.failed"})
+# What a submission's stream sends: connect/flow.py's events, or the server's error frame.
+SubmissionEvent = Annotated[
+    Union[  # noqa: UP007
+        ResponseCreated,
+        ResponseTextDelta,
+        ResponseInProgress,
+        ResponseCompleted,
+        ResponseFailed,
+        ErrorFrame,
+    ],
+    Field(discriminator="type"),
+]
+
+
+class SubmissionInfo(BaseModel):
+    """How a submission stands: names, never values."""
+
+    id: str
+    form_id: str
+    conversation_id: str | None
+    engine: str
+    method: str | None
+    fields: list[str]
+    skipped: list[str]
+    connection_name: str | None
+    status: Literal["staged", "probing", "success", "needs_input", "retry", "failed"]
+    created_at: float
+    outcome: dict[str, Any]
 
 
 class SubmissionBody(BaseModel):
@@ -95,7 +133,7 @@ def datavault_routes(
     async def submission(submission_id: str, request: Request) -> dict[str, Any]:
         found = submissions.get(submission_id)
         check_scope(request, found.form_id)
-        return found.describe()
+        return wire(SubmissionInfo.model_validate(found.describe()))
 
     @app.post(
         "/v1/datasources/{engine}/{name}/test",

@@ -8,7 +8,8 @@ stream to a temp file beside their target with their own size limit
 (``SCRATCHPAD_MAX_UPLOAD_BYTES``): the Guard does not buffer them (see :func:`upload_limit`).
 Disk work runs on worker threads. Downloads answer HEAD, ``ETag`` / ``Last-Modified`` with
 304 to a current copy, and one byte range (206, 416): see :mod:`scratchpad.server.conditional`.
-An upload to a pad that does not exist yet makes it, as running a cell there would.
+An upload to a pad that does not exist yet makes it, as running a cell there would. The models
+of the JSON answers are here (a listing's entries as runtime/files.py describes them).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import mimetypes
 import os
 import re
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
@@ -41,7 +43,7 @@ from scratchpad.server.guard import error, segment_name
 from scratchpad.server.headers import content_disposition
 from scratchpad.server.openapi import DISPOSITION, answers, raw_body
 from scratchpad.server.schemas import PadPath
-from scratchpad.server.web_schemas import FileDeleted, FileList, FileWritten
+from scratchpad.wire import wire
 
 READ_CHUNK = 256 * 1024
 WRITE_BATCH = 1024 * 1024  # received bytes written to disk at a time
@@ -73,6 +75,32 @@ DOWNLOAD_HEADERS = {  # name: (description, schema)
         for name, value in SAFE_HEADERS.items()
     },
 }
+
+
+class FileEntry(BaseModel):
+    name: str
+    path: str = Field(description="Relative to the workspace, '/'-separated.")
+    type: Literal["dir", "file"]
+    size: int | None = Field(description="Bytes (files only).")
+    modified: str = Field(description="ISO 8601, UTC (e.g. 2025-01-31T12:00:00Z).")
+
+
+class FileList(BaseModel):
+    """One directory level: directories first, then files, by name."""
+
+    pad: str
+    path: str = Field(description="The directory listed ('' for the top).")
+    entries: list[FileEntry]
+    truncated: bool = Field(description="More entries were there than the 1000 listed.")
+
+
+class FileWritten(BaseModel):
+    path: str = Field(description="The file's clean path.")
+    size: int = Field(description="Bytes written.")
+
+
+class FileDeleted(BaseModel):
+    deleted: str = Field(description="The clean path of what was deleted.")
 
 
 def upload_limit(settings: Settings) -> Callable[[Scope], int | None]:
@@ -129,7 +157,8 @@ def files_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     async def list_files(name: PadPath, path: DirPath = "") -> dict[str, Any]:
         """One directory of the pad's workspace (the Scratchpad home never shows)."""
         files = await files_of(name)
-        return {"pad": segment_name(name), **await asyncio.to_thread(files.listing, path)}
+        listing = await asyncio.to_thread(files.listing, path)
+        return wire(FileList.model_validate({"pad": segment_name(name), **listing}))
 
     @app.head("/v1/pads/{name}/files/{path:path}", **DOWNLOAD)
     @app.get("/v1/pads/{name}/files/{path:path}", **DOWNLOAD)
@@ -172,14 +201,15 @@ def files_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         except BaseException:
             upload.abort()  # quick (an unlink)
             raise
-        answer = {"path": upload.path, "size": upload.size}
-        return JSONResponse(answer, status_code=201 if created else 200)
+        answer = FileWritten(path=upload.path, size=upload.size)
+        return JSONResponse(wire(answer), status_code=201 if created else 200)
 
     @app.delete("/v1/pads/{name}/files/{path:path}", **answers(FileDeleted, 400, 404, 409))
-    async def delete_file(name: PadPath, path: FilePath) -> dict[str, str]:
+    async def delete_file(name: PadPath, path: FilePath) -> dict[str, Any]:
         """Delete a file, a symbolic link or an empty directory."""
         files = await files_of(name)
-        return {"deleted": await asyncio.to_thread(files.delete, segment_name(path))}
+        deleted = await asyncio.to_thread(files.delete, segment_name(path))
+        return wire(FileDeleted(deleted=deleted))
 
 
 async def _receive(request: Request, upload: Upload) -> None:

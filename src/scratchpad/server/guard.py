@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import parse_qsl, quote, unquote
 
+from pydantic import BaseModel, Field
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -35,6 +36,7 @@ from scratchpad.server.browser_auth import (
 )
 from scratchpad.server.hosts import OwnHosts, same_origin
 from scratchpad.server.pages import login_needed
+from scratchpad.wire import wire
 
 OPEN_PATHS = frozenset({"/healthz", "/login", "/logout", "/", "/docs"})
 OPEN_PREFIXES = ("/static/", "/connect/")  # the web UI's files and pages: code, no data
@@ -221,11 +223,21 @@ def _form_refusal(form_id: str, method: str, path: str) -> Response | None:
     return refusal(ForbiddenError(message))
 
 
+class ErrorBody(BaseModel):
+    """Every 4xx/5xx answer (server/guard.py ``error()``)."""
+
+    error: str = Field(description="What went wrong and what to do (secrets scrubbed).")
+    type: str = Field(
+        description="The error class (InvalidInputError, PadNotFoundError, ...) or an HTTP-level "
+        "refusal (NotFound, MethodNotAllowed, InternalError)."
+    )
+
+
 def error(status: int, message: str, kind: str) -> JSONResponse:
     """The one shape of every error answer: ``{"error": message, "type": kind}``, the kind
     being a class of the error tree or an HTTP-level refusal (NotFound, MethodNotAllowed, ...).
     The message is scrubbed: errors quote what went wrong, which may hold a secret."""
-    return JSONResponse({"error": scrub(message), "type": kind}, status_code=status)
+    return JSONResponse(wire(ErrorBody(error=scrub(message), type=kind)), status_code=status)
 
 
 def refusal(exc: ScratchpadError) -> JSONResponse:

@@ -7,7 +7,6 @@ The sessions live in ``app.state.browser_sessions``."""
 from __future__ import annotations
 
 import time
-from typing import Any
 from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from fastapi import FastAPI, Request
@@ -29,13 +28,33 @@ from scratchpad.server.guard import BEARER, canonical_path, refusal
 from scratchpad.server.hosts import link_base
 from scratchpad.server.openapi import answers
 from scratchpad.server.pages import link_spent, logging_in
-from scratchpad.server.schemas import BrowserSession, LoginLink, Ok, SignedUrl
+from scratchpad.server.schemas import Ok
+from scratchpad.wire import wire
 
 NO_STORE = {"cache-control": {"schema": {"type": "string", "const": "no-store"}}}
 SPENT = (
     "this login link no longer works: it was used already, it expired, its login was logged "
     "out, or the server restarted since; `scratchpad login` prints a new one"
 )
+
+
+class LoginLink(BaseModel):
+    url: str = Field(description="A one-time link: opening it logs a browser in.")
+    expires_at: float = Field(description="Epoch seconds: unused after that, it is void.")
+
+
+class BrowserSession(BaseModel):
+    """What a login link's token gives: a session for one browser tab."""
+
+    session: str = Field(description="Send it as the X-Scratchpad-Session header.")
+    scope: str = Field(description="'all', or 'form:<form_id>' (that form only).")
+    next: str = Field(description="The page the link opens (a path here).")
+    expires_at: float = Field(description="Epoch seconds: the session ends then, or at logout.")
+
+
+class SignedUrl(BaseModel):
+    url: str = Field(description="The path with its signature (`sig`): GET it with no header.")
+    expires_at: float = Field(description="Epoch seconds: the URL is void after that.")
 
 
 class LinkRequest(BaseModel):
@@ -73,13 +92,13 @@ def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) ->
         found = sessions.redeem(body.token)
         if found is None:
             return refusal(UnauthorizedError(SPENT))
-        answer = {
-            "session": found.session_id,
-            "scope": found.scope,
-            "next": found.next_path,
-            "expires_at": time.time() + sessions.session_ttl_s,
-        }
-        return JSONResponse(answer, headers={"cache-control": "no-store"})
+        answer = BrowserSession(
+            session=found.session_id,
+            scope=found.scope,
+            next=found.next_path,
+            expires_at=time.time() + sessions.session_ttl_s,
+        )
+        return _no_store(answer)
 
     @app.post("/v1/login-links", **answers(LoginLink, 400, 403, 422, headers=NO_STORE))
     async def login_link(request: Request, body: LinkRequest | None = None) -> Response:
@@ -93,8 +112,7 @@ def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) ->
         expires_at = time.time() + LOGIN_TTL_S
         by = session_of(request)
         url = sessions.link(base, scope=body.scope, next_path=body.next, by=by)
-        answer: dict[str, Any] = {"url": url, "expires_at": expires_at}
-        return JSONResponse(answer, headers={"cache-control": "no-store"})
+        return _no_store(LoginLink(url=url, expires_at=expires_at))
 
     @app.post("/logout", **answers(Ok, 403))
     async def logout(request: Request) -> Response:
@@ -103,7 +121,7 @@ def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) ->
         session_id = session_of(request)
         if session_id:
             sessions.log_out(session_id)
-        return JSONResponse({"ok": True})
+        return JSONResponse(wire(Ok(ok=True)))
 
     @app.post("/v1/signed-urls", **answers(SignedUrl, 400, 403, 422, headers=NO_STORE))
     async def sign(request: Request, body: SignRequest) -> Response:
@@ -116,8 +134,13 @@ def login_routes(app: FastAPI, sessions: BrowserSessions, origin: str | None) ->
         target = _download_target(body.url)  # "<path>?<query>"
         signature, expires_at = sessions.sign(session_id, target)
         joint = "" if target.endswith("?") else "&"
-        answer = {"url": f"{target}{joint}{SIGNATURE_PARAM}={signature}", "expires_at": expires_at}
-        return JSONResponse(answer, headers={"cache-control": "no-store"})
+        url = f"{target}{joint}{SIGNATURE_PARAM}={signature}"
+        return _no_store(SignedUrl(url=url, expires_at=expires_at))
+
+
+def _no_store(answer: BaseModel) -> JSONResponse:
+    """An answer holding a secret (a session, a link, a signature): never kept by a cache."""
+    return JSONResponse(wire(answer), headers={"cache-control": "no-store"})
 
 
 def _download_target(url: str) -> str:

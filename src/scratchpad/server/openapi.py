@@ -9,11 +9,12 @@ Route modules declare their answers in one line with :func:`answers` / :func:`ss
     @app.get("/v1/pads", **answers(PadList, 500))
     @app.post("/scratchpad/execute-stream", **sse(ExecuteFrame, 400, 422))
 
-Answers are documented, never validated (``response_model=None``): validating a pad's cells
-again on every call would cost the execute path. The document adds what every route of a
-guarded path answers anyway: 401 (no key, no session), 403 (a browser session refused),
-413 (a body over the limit), 500 and 507 (a full disk); the open paths but ``/healthz`` may
-answer 403 too.
+Routes build their answers as the documented models and send them through
+:func:`scratchpad.wire.wire` (``response_model=None``: FastAPI does not validate them again;
+a pad's cells, validated on every call, would cost the execute path). The document adds what
+every route of a guarded path answers anyway: 401 (no key, no session), 403 (a browser
+session refused), 413 (a body over the limit), 500 and 507 (a full disk); the open paths but
+``/healthz`` may answer 403 too.
 """
 
 from __future__ import annotations
@@ -30,8 +31,7 @@ from pydantic.json_schema import models_json_schema
 
 from scratchpad.events import members
 from scratchpad.server.browser_auth import SESSION_HEADER, SIGNABLE, SIGNATURE_PARAM
-from scratchpad.server.guard import OPEN_PATHS
-from scratchpad.server.schemas import ErrorBody
+from scratchpad.server.guard import OPEN_PATHS, ErrorBody
 from scratchpad.server.web_routes import WEB_DIR
 
 SCHEMAS = "#/components/schemas/"

@@ -8,16 +8,18 @@ too far behind gets ``{"type": "overflow"}`` and the stream ends: it reconnects 
 from a fresh snapshot. A pad may be watched before it exists (``status: "new"``).
 
 ``GET /v1/pads/{name}/info``: one pad's line of the pad list.
-``GET /v1/pads/{name}/cells/{id}/text``: a slice of one long field of a recorded cell.
+``GET /v1/pads/{name}/cells/{id}/text``: a slice of one long field of a recorded cell
+(:class:`TextSlice`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query
+from pydantic import BaseModel, Field
 
 from scratchpad import events
 from scratchpad.errors import InvalidInputError, PadNotFoundError
@@ -32,7 +34,7 @@ from scratchpad.server.guard import segment_name
 from scratchpad.server.openapi import answers, sse
 from scratchpad.server.schemas import CellIdPath, PadPath
 from scratchpad.server.sse import EventStream
-from scratchpad.server.web_schemas import TextSlice
+from scratchpad.wire import wire
 
 FEED_PACE_BYTES = 256 * 1024  # a client further behind leaves events in its subscription
 FEED_CELL_BYTES = 1024 * 1024  # a recorded cell in the feed: long fields cut (read by slices)
@@ -48,6 +50,16 @@ FIELD_HELP = f"One of {', '.join(TEXT_FIELDS)}; another answers 400."
 FIELDS: dict[str, Any] = {"enum": list(TEXT_FIELDS)}  # documented; the route says what is wrong
 COUNT: dict[str, Any] = {"minimum": 0}
 LENGTH_HELP = f"Characters to read (at most {MAX_SLICE})."
+
+
+class TextSlice(BaseModel):
+    """A slice of one field of a recorded cell (counted in characters)."""
+
+    field: Literal["stdout", "stderr", "error", "result", "logs"]
+    offset: int
+    length: int = Field(description="Characters in `text` (at most 1 Mi).")
+    total: int = Field(description="Characters in the whole field.")
+    text: str
 
 
 def pad_feed_routes(app: FastAPI, manager: ScratchpadManager) -> None:
@@ -94,13 +106,14 @@ def pad_feed_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         cell = await recorded_cell(manager, segment_name(name), cell_id)
         text = getattr(cell, field) or ""
         piece = text[offset : offset + min(length, MAX_SLICE)]
-        return {
-            "field": field,
-            "offset": offset,
-            "length": len(piece),
-            "total": len(text),
-            "text": piece,
-        }
+        answer = TextSlice(
+            field=field,  # one of TEXT_FIELDS, checked above
+            offset=offset,
+            length=len(piece),
+            total=len(text),
+            text=piece,
+        )
+        return wire(answer)
 
 
 async def _feed(

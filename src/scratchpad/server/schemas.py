@@ -1,16 +1,17 @@
-"""The shapes of the server's plain JSON answers, for its OpenAPI document
-(``/openapi.json``): the pad list, the vault, sessions, credential submissions. A pad's
-cells, frames, feed events and protocol requests are scratchpad/events.py's.
-
-Documentation only: routes build their answers as plain data (a pad's cells can be many MB,
-and validating them again on every call would slow the execute path), and the tests check
-real answers against these models. The path parameters (:data:`PadPath`, :data:`CellIdPath`)
-carry the rules of events.py's :data:`PadName` and :data:`CellId`.
+"""What the server's own routes (server/app.py) answer, as the models they build and send
+through :func:`scratchpad.wire.wire` (``/openapi.json`` is generated from the same models): the
+protocol's small answers, the server's identity, the pad list, a pad's cells and notebook; and
+the path parameters every route module shares (:data:`PadPath`, :data:`CellIdPath` with the
+rules of events.py's :data:`PadName` and :data:`CellId`; :data:`VaultPath`). Other routes'
+answers live beside them (vault_routes.py, forms_routes.py, files_routes.py, login_routes.py,
+pad_feed_routes.py, datavault_routes.py; the error body: guard.py; a credential submission's
+events: connect/responses.py); a pad's cells, frames, feed
+events and requests are scratchpad/events.py's.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,7 +21,6 @@ from scratchpad.events import (
     PAD_NAME_RULE,
     PAD_NAME_SCHEMA,
     Cell,
-    ErrorFrame,
     PadInfo,
 )
 from scratchpad.vault.names import NAME_RE, NAME_RULE
@@ -49,37 +49,8 @@ VaultPath = Annotated[
 ]
 
 
-class ErrorBody(BaseModel):
-    """Every 4xx/5xx answer (server/guard.py ``error()``)."""
-
-    error: str = Field(description="What went wrong and what to do (secrets scrubbed).")
-    type: str = Field(
-        description="The error class (InvalidInputError, PadNotFoundError, ...) or an HTTP-level "
-        "refusal (NotFound, MethodNotAllowed, InternalError)."
-    )
-
-
 class Ok(BaseModel):
     ok: Literal[True]
-
-
-class LoginLink(BaseModel):
-    url: str = Field(description="A one-time link: opening it logs a browser in.")
-    expires_at: float = Field(description="Epoch seconds: unused after that, it is void.")
-
-
-class BrowserSession(BaseModel):
-    """What a login link's token gives: a session for one browser tab."""
-
-    session: str = Field(description="Send it as the X-Scratchpad-Session header.")
-    scope: str = Field(description="'all', or 'form:<form_id>' (that form only).")
-    next: str = Field(description="The page the link opens (a path here).")
-    expires_at: float = Field(description="Epoch seconds: the session ends then, or at logout.")
-
-
-class SignedUrl(BaseModel):
-    url: str = Field(description="The path with its signature (`sig`): GET it with no header.")
-    expires_at: float = Field(description="Epoch seconds: the URL is void after that.")
 
 
 class CancelAnswer(BaseModel):
@@ -143,179 +114,3 @@ class Notebook(BaseModel):
     nbformat_minor: int
     metadata: dict[str, Any]
     cells: list[dict[str, Any]]
-
-
-# -- the vault (no answer holds a secret value) ---------------------------------------------
-class DatasourceSummary(BaseModel):
-    engine: str
-    name: str
-    created_at: str
-    updated_at: str
-    fields: list[str]
-    secure_keys: list[str]
-    env: list[str] = Field(description="The DS_* variables pads get.")
-
-
-class UnreadableDatasource(BaseModel):
-    """A stored record that cannot be read (corrupt, or another key)."""
-
-    engine: str
-    name: str
-    error: str
-    file: str
-
-
-class DatasourceList(BaseModel):
-    datasources: list[DatasourceSummary | UnreadableDatasource]
-
-
-class Datasource(BaseModel):
-    engine: str
-    name: str
-    created_at: str
-    updated_at: str
-    fields: dict[str, str] = Field(
-        description="Values; a secret one is '********' (send it back to keep it)."
-    )
-    secure_keys: list[str]
-
-
-class DatasourceCheck(BaseModel):
-    ok: bool
-    problems: list[str]
-    engine: Any = Field(description="The engine as sent.")
-    name: Any = Field(description="The name as sent, or the next free one.")
-
-
-class Connection(BaseModel):
-    engine: str
-    name: str
-
-
-class Grants(BaseModel):
-    pad: str
-    default: Literal["all", "none"]
-    connections: list[Connection]
-
-
-class PadGrants(BaseModel):
-    pad: str
-    connections: list[Connection]
-
-
-class AllGrants(BaseModel):
-    """What every pad gets, in one answer (the Vault page's)."""
-
-    default: Literal["all", "none"]
-    pads: list[PadGrants] = Field(description="Every pad on disk or running, by name.")
-
-
-class AuditEntry(BaseModel):
-    at: str
-    event: Literal["inject", "rotate", "save", "delete", "grant", "revoke", "probe"]
-    pad: str | None = None
-    engine: str
-    name: str
-
-
-class AuditLog(BaseModel):
-    entries: list[AuditEntry]
-
-
-class VaultDescription(BaseModel):
-    description: str = Field(description="What the model is told of the credentials pads get.")
-
-
-# -- credential submissions (connect/flow.py) ---------------------------------------------
-class SubmissionInfo(BaseModel):
-    """How a submission stands: names, never values."""
-
-    id: str
-    form_id: str
-    conversation_id: str | None
-    engine: str
-    method: str | None
-    fields: list[str]
-    skipped: list[str]
-    connection_name: str | None
-    status: Literal["staged", "probing", "success", "needs_input", "retry", "failed"]
-    created_at: float
-    outcome: dict[str, Any]
-
-
-class ResponseError(BaseModel):
-    code: str
-    message: str
-
-
-class ResponseObject(BaseModel):
-    """The submission as a Responses API ``response``; its status says how it ended."""
-
-    model_config = ConfigDict(extra="allow")
-    id: str
-    object: Literal["response"]
-    status: Literal["in_progress", "success", "needs_input", "retry", "failed"]
-    submission_id: str
-    form_id: str
-    output_text: str | None = None
-    connection: dict[str, Any] | None = Field(None, description="success: engine, name, variables.")
-    error: str | ResponseError | None = None
-    follow_up: str | None = None
-    reason: str | None = None
-    fields: list[str] | None = None
-
-
-class ResponseCreated(BaseModel):
-    type: Literal["response.created"]
-    sequence_number: int
-    response: ResponseObject
-
-
-class ResponseTextDelta(BaseModel):
-    """Chat text; fenced ``data-vault-form-patch`` blocks in it are patches of the form."""
-
-    type: Literal["response.output_text.delta"]
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    delta: str
-
-
-class ResponseInProgress(BaseModel):
-    """What the probe does in its pad."""
-
-    type: Literal["response.in_progress"]
-    sequence_number: int
-    response: ResponseObject
-    thought_role: Literal["scratchpad.start", "scratchpad.result", "scratchpad.end"]
-    thought: dict[str, Any]
-
-
-class ResponseCompleted(BaseModel):
-    """The last event of a probe that ran: ``response.status`` says how it ended."""
-
-    type: Literal["response.completed"]
-    sequence_number: int
-    response: ResponseObject
-
-
-class ResponseFailed(BaseModel):
-    """The last event when the probe could not run (``response.error`` says why)."""
-
-    type: Literal["response.failed"]
-    sequence_number: int
-    response: ResponseObject
-
-
-SubmissionEvent = Annotated[
-    Union[  # noqa: UP007
-        ResponseCreated,
-        ResponseTextDelta,
-        ResponseInProgress,
-        ResponseCompleted,
-        ResponseFailed,
-        ErrorFrame,
-    ],
-    Field(discriminator="type"),
-]

@@ -1,5 +1,6 @@
 """The vault over HTTP: datasources (connections), per-pad grants (and every pad's at once),
-the audit log.
+the audit log, the known engines; and the models of what each route answers (built by the
+route, sent through :func:`scratchpad.wire.wire`, documented in ``/openapi.json``).
 
 No answer ever holds a secret value: records come back with the keep-sentinel in place of
 each secret, listings hold names only. Writes go through the manager's vault, so running pads
@@ -10,35 +11,118 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Body, FastAPI, Query
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scratchpad.errors import ScratchpadError
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.server.forms_routes import FormSpec
 from scratchpad.server.guard import segment_name
 from scratchpad.server.openapi import answers
-from scratchpad.server.schemas import (
-    AllGrants,
-    AuditLog,
-    Datasource,
-    DatasourceCheck,
-    DatasourceList,
-    Grants,
-    Ok,
-    PadPath,
-    VaultDescription,
-    VaultPath,
-)
-from scratchpad.server.web_schemas import EngineList
+from scratchpad.server.schemas import Ok, PadPath, VaultPath
 from scratchpad.vault.audit import DEFAULT_LIMIT
 from scratchpad.vault.engines import ENGINES, engine_form
+from scratchpad.wire import made, wire
 
 log = logging.getLogger(__name__)
 MAX_AUDIT_LIMIT = 10_000
 
 
+# -- what the routes answer (no answer holds a secret value) -----------------------------
+class DatasourceSummary(BaseModel):
+    engine: str
+    name: str
+    created_at: str
+    updated_at: str
+    fields: list[str]
+    secure_keys: list[str]
+    env: list[str] = Field(description="The DS_* variables pads get.")
+
+
+class UnreadableDatasource(BaseModel):
+    """A stored record that cannot be read (corrupt, or another key)."""
+
+    engine: str
+    name: str
+    error: str
+    file: str
+
+
+class DatasourceList(BaseModel):
+    datasources: list[DatasourceSummary | UnreadableDatasource]
+
+
+class Datasource(BaseModel):
+    engine: str
+    name: str
+    created_at: str
+    updated_at: str
+    fields: dict[str, str] = Field(
+        description="Values; a secret one is '********' (send it back to keep it)."
+    )
+    secure_keys: list[str]
+
+
+class DatasourceCheck(BaseModel):
+    ok: bool
+    problems: list[str]
+    engine: Any = Field(description="The engine as sent.")
+    name: Any = Field(description="The name as sent, or the next free one.")
+
+
+class Connection(BaseModel):
+    engine: str
+    name: str
+
+
+class Grants(BaseModel):
+    pad: str
+    default: Literal["all", "none"]
+    connections: list[Connection]
+
+
+class PadGrants(BaseModel):
+    pad: str
+    connections: list[Connection]
+
+
+class AllGrants(BaseModel):
+    """What every pad gets, in one answer (the Vault page's)."""
+
+    default: Literal["all", "none"]
+    pads: list[PadGrants] = Field(description="Every pad on disk or running, by name.")
+
+
+class AuditEntry(BaseModel):
+    at: str
+    event: Literal["inject", "rotate", "save", "delete", "grant", "revoke", "probe"]
+    pad: str | None = None
+    engine: str
+    name: str
+
+
+class AuditLog(BaseModel):
+    entries: list[AuditEntry]
+
+
+class VaultDescription(BaseModel):
+    description: str = Field(description="What the model is told of the credentials pads get.")
+
+
+class EngineInfo(BaseModel):
+    engine: str
+    label: str
+    logo: str
+    form: FormSpec = Field(description="A ready form for a new connection of this engine.")
+
+
+class EngineList(BaseModel):
+    engines: list[EngineInfo]
+
+
+# -- what they take ---------------------------------------------------------------------------
 class DatasourceBody(BaseModel):
     model_config = ConfigDict(extra="ignore")
     engine: str
@@ -68,26 +152,42 @@ def vault_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     _engine_routes(app)
 
     @app.get("/v1/vault/description", **answers(VaultDescription))
-    async def description() -> dict[str, str]:
+    async def description() -> dict[str, Any]:
         """What the model is told of the credentials pads get (names only): for clients whose
         tools run elsewhere, such as `scratchpad mcp` over stdio."""
-        return {"description": await asyncio.to_thread(manager.describe_credentials)}
+        text = await asyncio.to_thread(manager.describe_credentials)
+        return wire(VaultDescription(description=text))
 
     @app.get("/v1/vault/audit", **answers(AuditLog, 422))
     async def audit(
         limit: Annotated[int, Query(ge=0, le=MAX_AUDIT_LIMIT)] = DEFAULT_LIMIT,
     ) -> dict[str, Any]:
-        return {"entries": await asyncio.to_thread(manager.vault.audit.read, limit)}
+        lines = await asyncio.to_thread(manager.vault.audit.read, limit)
+        return wire(AuditLog(entries=_entries(lines)))
+
+
+def _entries(lines: list[dict[str, Any]]) -> list[AuditEntry]:
+    """The audit log's lines that are entries (one written otherwise is skipped, as a line
+    that does not parse is)."""
+    entries = []
+    for line in lines:
+        try:
+            entries.append(AuditEntry.model_validate(line))
+        except ValidationError:
+            log.warning("an audit line that is not an entry was skipped")
+    return entries
 
 
 def _datasource_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     @app.get("/v1/datasources", **answers(DatasourceList))
     async def datasources() -> dict[str, Any]:
-        return {"datasources": await asyncio.to_thread(manager.vault.list)}
+        listed = await asyncio.to_thread(manager.vault.list)
+        return wire(DatasourceList.model_validate({"datasources": listed}))
 
     @app.get("/v1/datasources/{engine}/{name}", **answers(Datasource, 400, 404))
     async def datasource(engine: VaultPath, name: VaultPath) -> dict[str, Any]:
-        return await asyncio.to_thread(manager.vault.record, engine, name)
+        record = await asyncio.to_thread(manager.vault.record, engine, name)
+        return wire(Datasource.model_validate(record))
 
     @app.post("/v1/datasources/validate", **answers(DatasourceCheck, 422))
     async def validate(body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
@@ -99,7 +199,7 @@ def _datasource_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         problems = await asyncio.to_thread(
             vault.validate, engine, name, body.get("fields"), body.get("secure_keys")
         )
-        return {"ok": not problems, "problems": problems, "engine": engine, "name": name}
+        return wire(DatasourceCheck(ok=not problems, problems=problems, engine=engine, name=name))
 
     @app.post("/v1/datasources", **answers(Datasource, 400, 422))
     async def save(body: DatasourceBody) -> dict[str, Any]:
@@ -109,12 +209,12 @@ def _datasource_routes(app: FastAPI, manager: ScratchpadManager) -> None:
             name = body.name or vault.next_name(body.engine)
             return vault.save(body.engine, name, body.fields, body.secure_keys)
 
-        return await asyncio.to_thread(store)
+        return wire(Datasource.model_validate(await asyncio.to_thread(store)))
 
     @app.delete("/v1/datasources/{engine}/{name}", **answers(Ok, 400, 404))
     async def delete(engine: VaultPath, name: VaultPath) -> dict[str, Any]:
         await asyncio.to_thread(manager.vault.delete, engine, name)
-        return {"ok": True}
+        return wire(Ok(ok=True))
 
 
 def _next_name_or_none(manager: ScratchpadManager, engine: str) -> str | None:
@@ -127,17 +227,18 @@ def _next_name_or_none(manager: ScratchpadManager, engine: str) -> str | None:
 def _grant_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     def answer(pad: str) -> dict[str, Any]:
         vault = manager.vault
-        granted = [{"engine": e, "name": n} for e, n in vault.grants(pad)]
-        return {"pad": pad, "default": vault.settings.vault_default_grant, "connections": granted}
+        granted = _connections(vault.grants(pad))
+        default = vault.settings.vault_default_grant
+        return wire(Grants(pad=pad, default=default, connections=granted))
 
     def every_pad() -> dict[str, Any]:
         vault = manager.vault
         names = sorted(set(manager.names_on_disk()) | set(manager.names()))
         pads = [
-            {"pad": pad, "connections": [{"engine": e, "name": n} for e, n in granted]}
+            PadGrants(pad=pad, connections=_connections(granted))
             for pad, granted in vault.grants_of(names).items()
         ]
-        return {"default": vault.settings.vault_default_grant, "pads": pads}
+        return wire(AllGrants(default=vault.settings.vault_default_grant, pads=pads))
 
     @app.get("/v1/grants", **answers(AllGrants))
     async def all_grants() -> dict[str, Any]:
@@ -162,12 +263,19 @@ def _grant_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         return await asyncio.to_thread(answer, pad)
 
 
+def _connections(pairs: list[tuple[str, str]]) -> list[Connection]:
+    return [Connection(engine=engine, name=name) for engine, name in pairs]
+
+
 def _engine_routes(app: FastAPI) -> None:
     @app.get("/v1/datasources/engines", **answers(EngineList))
     async def engines() -> dict[str, Any]:
         """The known engines and a ready form for each (for a client's "add connection")."""
-        listed = [
-            {"engine": e.name, "label": e.label, "logo": e.logo, "form": engine_form(e.name)}
+        listed = [  # each form as vault/formcheck.py checked it (its keys in its order)
+            made(
+                EngineInfo,
+                {"engine": e.name, "label": e.label, "logo": e.logo, "form": engine_form(e.name)},
+            )
             for e in ENGINES.values()
         ]
-        return {"engines": listed}
+        return wire(EngineList(engines=listed))
