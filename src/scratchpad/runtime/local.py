@@ -26,7 +26,7 @@ from scratchpad.errors import (
 )
 from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
-from scratchpad.runtime import autoinstall, venv, workdir
+from scratchpad.runtime import autoinstall, checkpoint, venv, workdir
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
 from scratchpad.runtime.cell import CappedOutput, Cell, ProgressEvent, StreamItem, new_cell_id
 from scratchpad.runtime.cellqueue import CellQueue, Ticket
@@ -182,6 +182,7 @@ class LocalRuntime(ScratchpadRuntime):
             self._notes.clear()
             self._late = {}
             self._deaths_in_a_row = 0
+            await asyncio.to_thread(checkpoint.delete, self.root)
             await self._ensure_kernel()
 
     async def close(self, *, reason: str = CLOSED) -> None:
@@ -492,12 +493,8 @@ class LocalRuntime(ScratchpadRuntime):
     async def _after_kill(self, run: CellRun) -> None:
         """The ladder killed the kernel: start a fresh one so the pad stays usable."""
         await self._stop_kernel()
-        self._notes.append(
-            "The previous cell was killed; this kernel started fresh "
-            "(all variables from before were lost)."
-        )
         try:
-            await self._ensure_kernel()
+            await self._ensure_kernel(how="was killed with the previous cell")
         except (ScratchpadError, OSError) as exc:
             self._notes.append(f"Restarting the kernel failed: {exc}")
 
@@ -552,7 +549,9 @@ class LocalRuntime(ScratchpadRuntime):
                 f"pad {self.name!r} is closed; start it again (or get_or_create) to run cells"
             )
 
-    async def _ensure_kernel(self) -> None:
+    async def _ensure_kernel(self, how: str | None = None) -> None:
+        """A live kernel; a new one restores the pad's variables (``how``: why the last one
+        is gone, for the note the next cell gets)."""
         kernel = self._kernel
         if kernel is not None and not kernel.channel_closed and kernel.alive:
             return
@@ -561,14 +560,18 @@ class LocalRuntime(ScratchpadRuntime):
                 self._note_late(kind, payload)
             code = await self._stop_kernel()
             how = "died" if self._death_reported else kernel.describe_exit(code)
-            self._notes.append(
-                f"The kernel {how}; this is a fresh kernel (all variables from before were lost)."
-            )
         rebuild = None
         if self._deaths_in_a_row >= DEATHS_BEFORE_FULL_RESET:
             rebuild = f"the kernel died {self._deaths_in_a_row} times in a row"
             self._deaths_in_a_row = 0
         await self._start_kernel(rebuild)
+        assert self._kernel is not None
+        note = await checkpoint.resume(
+            self._kernel, self.root, self.settings, how, suspect=rebuild is not None,
+            stop=self._stop_kernel, start=self._start_kernel, on_other=self._note_late,
+        )  # fmt: skip
+        if note:
+            self._notes.append(note)
 
     async def _start_kernel(self, rebuild: str | None = None) -> None:
         """Start a kernel, rebuilding the venv first when asked, when unusable, or on retry.
