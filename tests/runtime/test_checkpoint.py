@@ -353,3 +353,66 @@ async def main():
 
 asyncio.run(main())
 """
+
+
+async def test_dill_saves_what_cloudpickle_cannot(pad: LocalRuntime) -> None:
+    cell = await pad.execute(
+        "import weakref\nclass Node:\n    pass\nnode = Node()\nref = weakref.ref(node)"
+    )
+    assert cell.logs == ""
+    await saved(pad, cell.number)
+    manifest = checkpoint.read_manifest(pad.root)
+    assert manifest is not None and manifest["vars"]["ref"]["ser"].startswith("dill ")
+    await kill(pad)
+    assert (await pad.execute("ref() is node")).result == "True"
+
+
+@pytest.fixture
+def quick_restore(settings: Settings) -> Settings:
+    return settings.model_copy(update={"restore_timeout_s": 1.0})
+
+
+async def test_a_restore_that_hangs_is_given_up_and_set_aside(
+    workspace: Path, quick_restore: Settings
+) -> None:
+    manager = ScratchpadManager(workspace=workspace, settings=quick_restore)
+    try:
+        pad = await manager.get_or_create("hangs")
+        assert isinstance(pad, LocalRuntime)
+        cell = await pad.execute(
+            "import time\nclass Slow:\n    def __reduce__(self):\n"
+            "        return (time.sleep, (600,))\nslow = Slow()\nother = 1"
+        )
+        await saved(pad, cell.number)
+        await kill(pad)
+        after = await pad.execute("'other' in dir()")
+        assert after.status == "ok" and after.result == "False"
+        assert "restoring its variables did not finish in time" in after.logs
+        assert (pad.root / "checkpoint.failed-1").is_dir()
+    finally:
+        await manager.close_all()
+
+
+async def test_two_deaths_in_a_row_skip_the_restore(pad: LocalRuntime) -> None:
+    """A restored value may be what kills the kernel: after two deaths in a row the next
+    kernel starts empty and the checkpoint is set aside."""
+    cell = await pad.execute("kept = [1]")
+    await saved(pad, cell.number)
+    for _ in range(2):
+        died = await pad.execute("import os\nos._exit(9)")
+        assert died.status == "killed"
+    after = await pad.execute("'kept' in dir()")
+    assert after.result == "False"
+    assert "died twice in a row, so its variables were not restored" in after.logs
+    assert (pad.root / "checkpoint.failed-1" / "HEAD").is_file()
+
+
+async def test_a_rebuilt_virtualenv_keeps_the_checkpoint(pad: LocalRuntime) -> None:
+    from scratchpad.runtime import venv
+
+    cell = await pad.execute("kept = {'a': 1}")
+    await saved(pad, cell.number)
+    await pad.close()
+    await venv.create(pad.root, pad.name)
+    await pad.start()
+    assert (await pad.execute("kept")).result == "{'a': 1}"

@@ -20,6 +20,7 @@ namespace and writes nothing. Files are written atomically (temp, fsync, rename)
 
 from __future__ import annotations
 
+import _signal
 import _thread
 import hashlib
 import io
@@ -42,6 +43,7 @@ NOT_SHARED = (
     *SCALARS, tuple, frozenset, type, types.FunctionType, types.BuiltinFunctionType,
     types.ModuleType, types.CodeType, types.MethodType, range, slice,
 )  # fmt: skip
+PENDING_WRITES = 4  # checkpoints queued for the disk before a cell waits for it
 REPORT_NAMES = 200  # names listed in a report
 REPORT_REASONS = 20  # reasons given in a report
 NAME_CAP = 100  # characters of one name in a report
@@ -236,8 +238,7 @@ class Checkpointer:
         self.cells = 0
         self.number = 0  # of the cell being checkpointed
         self.late: list[str] = []  # write failures of the last checkpoint, told next time
-        self.writer: Any = None
-        self.lock = _thread.allocate_lock()  # held while the writer thread writes
+        self.writer: Any = None  # the queue of the writer thread, from the first write
         self.serializers: dict[str, Any] = {}
         self.last_path: list[str] = list(self.base_path)
 
@@ -510,16 +511,32 @@ class Checkpointer:
 
     # -- writing --------------------------------------------------------------------------------
     def _write(self, blobs: dict[str, bytes], manifest: dict[str, Any], number: int) -> None:
-        """Hand the files to the writer thread (the previous write finishes first)."""
+        """Hand the files to the writer thread; the cell does not wait for the disk (only
+        when ``PENDING_WRITES`` checkpoints are still on their way)."""
         data = json.dumps(manifest, ensure_ascii=False).encode("utf-8", "backslashreplace")
-        self.wait()
-        self.lock.acquire()
-        _thread.start_new_thread(self._write_files, (blobs, data, number))
+        if self.writer is None:
+            import queue
+            import threading
+
+            self.writer = queue.Queue(PENDING_WRITES)
+            threading.Thread(target=self._writing, name="checkpoint", daemon=True).start()
+        self.writer.put((blobs, data, number))
 
     def wait(self) -> None:
-        """Until the last checkpoint is on disk."""
-        with self.lock:
-            pass
+        """Until every checkpoint handed to the writer is on disk."""
+        if self.writer is not None:
+            self.writer.join()
+
+    def _writing(self) -> None:
+        block = getattr(_signal, "pthread_sigmask", None)
+        if block is not None:  # signals are the main thread's (an interrupt must reach it)
+            block(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
+        while True:
+            blobs, manifest, number = self.writer.get()
+            try:
+                self._write_files(blobs, manifest, number)
+            finally:
+                self.writer.task_done()
 
     def _write_files(self, blobs: dict[str, bytes], manifest: bytes, number: int) -> None:
         try:
@@ -539,8 +556,6 @@ class Checkpointer:
             self._collect(root, blob_dir, manifests)
         except Exception as exc:  # ENOSPC, a removed directory...: told with the next cell
             self.late.append(f"checkpoint after cell {number} was not written: {exc}")
-        finally:
-            self.lock.release()
 
     def _collect(self, root: str, blob_dir: str, manifests: str) -> None:
         """Keep the current manifest and ``keep`` before it; unlink blobs none of them use."""
