@@ -20,7 +20,6 @@ namespace and writes nothing. Files are written atomically (temp, fsync, rename)
 
 from __future__ import annotations
 
-import _signal
 import _thread
 import hashlib
 import io
@@ -528,9 +527,11 @@ class Checkpointer:
             self.writer.join()
 
     def _writing(self) -> None:
-        block = getattr(_signal, "pthread_sigmask", None)
+        import signal  # loaded by now (threading, cloudpickle): costs nothing here
+
+        block = getattr(signal, "pthread_sigmask", None)
         if block is not None:  # signals are the main thread's (an interrupt must reach it)
-            block(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
+            block(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         while True:
             blobs, manifest, number = self.writer.get()
             try:
