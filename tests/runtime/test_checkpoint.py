@@ -416,3 +416,33 @@ async def test_a_rebuilt_virtualenv_keeps_the_checkpoint(pad: LocalRuntime) -> N
     await venv.create(pad.root, pad.name)
     await pad.start()
     assert (await pad.execute("kept")).result == "{'a': 1}"
+
+
+async def test_sys_path_additions_come_back_for_the_load_and_after(
+    pad: LocalRuntime, scratch: Path
+) -> None:
+    lib = scratch / "lib"
+    lib.mkdir()
+    (lib / "libmod.py").write_text(
+        "class Box:\n    def __init__(self):\n        self.v = 'in lib'\n"
+    )
+    cell = await pad.execute(
+        f"import sys\nsys.path.append({str(lib)!r})\nimport libmod\nbox = libmod.Box()"
+    )
+    await saved(pad, cell.number)
+    await kill(pad)
+    after = await pad.execute(f"box.v, libmod.__name__, {str(lib)!r} in sys.path")
+    assert after.result == "('in lib', 'libmod', True)", after.logs
+
+
+async def test_another_pad_cannot_read_a_checkpoint(manager: ScratchpadManager) -> None:
+    owner = await manager.get_or_create("owner")
+    assert isinstance(owner, LocalRuntime)
+    cell = await owner.execute("secret = 'value'")
+    await saved(owner, cell.number)
+    other = await manager.get_or_create("other")
+    peek = await other.execute(
+        f"import os\ntry:\n    os.listdir({str(ckdir(owner) / 'blobs')!r})\n"
+        "    seen = 'read'\nexcept OSError:\n    seen = 'refused'\nseen"
+    )
+    assert peek.result == "'refused'", peek.stdout

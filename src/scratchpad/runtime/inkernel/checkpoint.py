@@ -42,7 +42,7 @@ NOT_SHARED = (
     *SCALARS, tuple, frozenset, type, types.FunctionType, types.BuiltinFunctionType,
     types.ModuleType, types.CodeType, types.MethodType, range, slice,
 )  # fmt: skip
-PENDING_WRITES = 4  # checkpoints queued for the disk before a cell waits for it
+PENDING_BYTES = 64 << 20  # queued for the disk before a cell waits for it
 REPORT_NAMES = 200  # names listed in a report
 REPORT_REASONS = 20  # reasons given in a report
 NAME_CAP = 100  # characters of one name in a report
@@ -237,7 +237,9 @@ class Checkpointer:
         self.cells = 0
         self.number = 0  # of the cell being checkpointed
         self.late: list[str] = []  # write failures of the last checkpoint, told next time
-        self.writer: Any = None  # the queue of the writer thread, from the first write
+        self.writer: Any = None  # the writer thread's condition, from the first write
+        self.pending: list[tuple[dict[str, bytes], bytes, int, int]] = []  # oldest first
+        self.pending_bytes = 0
         self.serializers: dict[str, Any] = {}
         self.last_path: list[str] = list(self.base_path)
 
@@ -510,21 +512,29 @@ class Checkpointer:
 
     # -- writing --------------------------------------------------------------------------------
     def _write(self, blobs: dict[str, bytes], manifest: dict[str, Any], number: int) -> None:
-        """Hand the files to the writer thread; the cell does not wait for the disk (only
-        when ``PENDING_WRITES`` checkpoints are still on their way)."""
+        """Hand the files to the writer thread: the cell does not wait for the disk, unless
+        more than ``PENDING_BYTES`` are still on their way to it (cells faster than fsync)."""
         data = json.dumps(manifest, ensure_ascii=False).encode("utf-8", "backslashreplace")
+        size = len(data) + sum(len(blob) for blob in blobs.values())
         if self.writer is None:
-            import queue
             import threading
 
-            self.writer = queue.Queue(PENDING_WRITES)
+            self.writer = threading.Condition()
             threading.Thread(target=self._writing, name="checkpoint", daemon=True).start()
-        self.writer.put((blobs, data, number))
+        with self.writer:
+            while self.pending and self.pending_bytes + size > PENDING_BYTES:
+                self.writer.wait()
+            self.pending.append((blobs, data, number, size))
+            self.pending_bytes += size
+            self.writer.notify_all()
 
     def wait(self) -> None:
         """Until every checkpoint handed to the writer is on disk."""
-        if self.writer is not None:
-            self.writer.join()
+        if self.writer is None:
+            return
+        with self.writer:
+            while self.pending:
+                self.writer.wait()
 
     def _writing(self) -> None:
         import signal  # loaded by now (threading, cloudpickle): costs nothing here
@@ -532,12 +542,16 @@ class Checkpointer:
         block = getattr(signal, "pthread_sigmask", None)
         if block is not None:  # signals are the main thread's (an interrupt must reach it)
             block(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        writer = self.writer
         while True:
-            blobs, manifest, number = self.writer.get()
-            try:
-                self._write_files(blobs, manifest, number)
-            finally:
-                self.writer.task_done()
+            with writer:
+                while not self.pending:
+                    writer.wait()
+                blobs, manifest, number, _size = self.pending[0]
+            self._write_files(blobs, manifest, number)
+            with writer:
+                self.pending_bytes -= self.pending.pop(0)[3]
+                writer.notify_all()
 
     def _write_files(self, blobs: dict[str, bytes], manifest: bytes, number: int) -> None:
         try:
