@@ -218,6 +218,13 @@ async def test_a_newer_format_is_refused_with_a_clear_message(pad: LocalRuntime)
     after = await pad.execute("'a' in dir()")
     assert after.result == "False"
     assert "written by a newer Scratchpad (format 99); upgrade or reset" in after.logs
+    blobs_before = blobs(pad)
+    later = await pad.execute("b = [2]")  # nothing of ours is written into it
+    assert later.status == "ok"
+    deadline = asyncio.get_running_loop().time() + DEADLINE_S
+    while "newer Scratchpad (format 99)" not in (await pad.execute("1")).logs:  # told late
+        assert asyncio.get_running_loop().time() < deadline
+    assert blobs(pad) == blobs_before
 
 
 async def test_reset_deletes_the_checkpoint(pad: LocalRuntime) -> None:

@@ -240,6 +240,7 @@ class Checkpointer:
         self.writer: Any = None  # the writer thread's condition, from the first write
         self.pending: list[tuple[dict[str, bytes], bytes, int, int]] = []  # oldest first
         self.pending_bytes = 0
+        self.format_checked = False
         self.serializers: dict[str, Any] = {}
         self.last_path: list[str] = list(self.base_path)
 
@@ -305,8 +306,11 @@ class Checkpointer:
         removed = [name for name in self.ids if name not in current]
         dirty = self.dirty(current, codes, full)
         path_changed = sys.path != self.last_path
-        if not dirty and not removed and not path_changed and not self.late:
-            return None
+        if not dirty and not removed and not path_changed:
+            if not self.late:
+                return None
+            late, self.late = self.late, []
+            return {"late": late[:REPORT_REASONS]}
         try:
             outcome = self._checkpoint(current, dirty, removed, cell_id, number)
         except OSError as exc:
@@ -558,6 +562,9 @@ class Checkpointer:
             root = _private_dir(self.directory)
             blob_dir = _private_dir(os.path.join(root, "blobs"))
             manifests = _private_dir(os.path.join(root, "manifests"))
+            if not self.format_checked:  # never write into a checkpoint of a newer format
+                read_format(root)
+                self.format_checked = True
             if not os.path.exists(os.path.join(root, "FORMAT")):
                 _atomic_write(root, "FORMAT", json.dumps({"format": FORMAT}).encode())
             for digest, data in blobs.items():
