@@ -453,3 +453,17 @@ async def test_another_pad_cannot_read_a_checkpoint(manager: ScratchpadManager) 
         "    seen = 'read'\nexcept OSError:\n    seen = 'refused'\nseen"
     )
     assert peek.result == "'refused'", peek.stdout
+
+
+async def test_state_held_in_a_closure_is_saved_when_the_closure_is_called(
+    pad: LocalRuntime,
+) -> None:
+    first = await pad.execute(
+        "def make():\n    seen = []\n    def add(v):\n        seen.append(v)\n"
+        "        return len(seen)\n    return add\nadd = make()"
+    )
+    await saved(pad, first.number)
+    second = await pad.execute("add(1)\nadd(2)")
+    await saved(pad, second.number)
+    await kill(pad)
+    assert (await pad.execute("add(3)")).result == "3"

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 FORMAT = 1
 MARKER = b"_create_filehandle"  # dill's file reconstruction: re-opens 'w' files, truncating them
 SCALARS = (int, float, complex, str, bytes, bool, type(None))
+# What a cell can only replace, never change in place (a name bound to one is dirty only when
+# rebound): scalars, modules (recorded as imports), functions without a closure.
+UNCHANGING = frozenset({*SCALARS, types.ModuleType, types.FunctionType})
 # Objects that never make two names share state (and are memoised by every pickle).
 NOT_SHARED = (
     *SCALARS, tuple, frozenset, type, types.FunctionType, types.BuiltinFunctionType,
@@ -276,9 +279,9 @@ class Checkpointer:
                 extra: set[str] = set()
                 _code_names(value.__code__, extra)
                 todo += [other for other in extra if other in current and other not in seen]
-        for name in seen:
+        for name in seen:  # named, and of a kind a cell can change in place
             value = current[name]
-            if type(value) not in SCALARS and not isinstance(value, types.ModuleType):
+            if type(value) not in UNCHANGING or getattr(value, "__closure__", None):
                 changed.add(name)
         if changed and any(len(group) > 1 for group in self._groups().values()):
             groups = _Groups(self.idsets)
