@@ -467,3 +467,22 @@ async def test_state_held_in_a_closure_is_saved_when_the_closure_is_called(
     await saved(pad, second.number)
     await kill(pad)
     assert (await pad.execute("add(3)")).result == "3"
+
+
+async def test_past_the_pads_cap_the_largest_new_values_are_dropped(
+    workspace: Path, settings: Settings
+) -> None:
+    capped = settings.model_copy(update={"checkpoint_pad_mb": 1})
+    manager = ScratchpadManager(workspace=workspace, settings=capped)
+    try:
+        pad = await manager.get_or_create("padcap")
+        assert isinstance(pad, LocalRuntime)
+        cell = await pad.execute("first = bytes(600_000)\nsecond = bytes(700_000)\nsmall = 1")
+        assert "second: not saved (over the pad's 1 MB checkpoint cap)" in cell.logs
+        assert "first:" not in cell.logs
+        await saved(pad, cell.number)
+        await kill(pad)
+        after = await pad.execute("len(first), small, 'second' in dir()")
+        assert after.result == "(600000, 1, False)"
+    finally:
+        await manager.close_all()
