@@ -17,6 +17,7 @@ from scratchpad.config import Settings
 from scratchpad.runtime import checkpoint
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.scrub import register, scrubber
 from tests.process_helpers import process_gone
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "scratchpad"
@@ -338,6 +339,7 @@ import asyncio, os, signal, time
 from pathlib import Path
 from scratchpad.config import Settings
 from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.scrub import register, scrubber
 
 async def main():
     workspace = Path.cwd() / "ws"
@@ -486,3 +488,46 @@ async def test_past_the_pads_cap_the_largest_new_values_are_dropped(
         assert after.result == "(600000, 1, False)"
     finally:
         await manager.close_all()
+
+
+async def test_a_value_holding_a_vault_secret_is_never_written(
+    settings: Settings, workspace: Path
+) -> None:
+    secret = "pa55-w0rd-Zq9-checkpoint"
+    register([(secret, "DS_TEST__PASSWORD")])
+    pad = LocalRuntime(
+        "vaulted",
+        root=settings.home / "pads" / "vaulted",
+        cwd=workspace,
+        settings=settings,
+        secret_env=lambda: {"DS_TEST__PASSWORD": secret},
+    )
+    try:
+        await pad.start()
+        cell = await pad.execute(
+            "import os\nconn = {'password': os.environ['DS_TEST__PASSWORD']}\nplain = 'x'"
+        )
+        assert "conn: not saved (holds a secret: the value of $DS_TEST__PASSWORD)" in cell.logs
+        await saved(pad, cell.number)
+        for path in ckdir(pad).rglob("*"):
+            assert not path.is_file() or secret.encode() not in path.read_bytes(), path
+    finally:
+        await pad.close()
+
+
+async def test_rescrub_drops_blobs_holding_a_secret_learnt_later(
+    manager: ScratchpadManager,
+) -> None:
+    secret = "late-secret-Zq9-4471-checkpoint"
+    pad = await manager.get_or_create("late")
+    assert isinstance(pad, LocalRuntime)
+    cell = await pad.execute(f"token = {secret!r}\nplain = [1]")
+    await saved(pad, cell.number)
+    assert scrubber().add(secret, "LATE_TOKEN")
+    await manager.rescrub()
+    for path in ckdir(pad).rglob("*"):
+        assert not path.is_file() or secret.encode() not in path.read_bytes(), path
+    await kill(pad)
+    after = await pad.execute("plain, 'token' in dir()")
+    assert after.result == "([1], False)"
+    assert "token (its saved value is gone (it held a secret, or was deleted)" in after.logs

@@ -24,6 +24,8 @@ from scratchpad.config import Settings
 from scratchpad.fsutil import private_dir
 from scratchpad.runtime import sandboxing
 from scratchpad.runtime.kernel import KernelProcess
+from scratchpad.scrub import Scrubber, scrubber
+from scratchpad.scrub.matcher import is_secret_length
 
 DIR_NAME = sandboxing.CHECKPOINT_DIR
 ASIDE_PREFIX = "checkpoint.failed-"
@@ -73,6 +75,31 @@ def kernel_config(settings: Settings, root: Path, workspace: Path) -> dict[str, 
         "workspace": str(workspace),
         "libraries": libraries(),
     }
+
+
+def secret_names(env: dict[str, str]) -> list[str]:
+    """The kernel's environment variables that hold a secret the scrubber knows (vault
+    values, model keys): a value holding one of them is never checkpointed."""
+    scrub = scrubber()
+    return sorted(n for n, v in env.items() if is_secret_length(v) and scrub.scrub(v) != v)
+
+
+def held_secret(path: Path, scrub: Scrubber) -> bool:
+    """Whether a blob's bytes hold a secret the scrubber knows (read as bytes, never
+    unpickled)."""
+    text = path.read_bytes().decode("latin-1")
+    return scrub.scrub(text) != text
+
+
+def drop_secrets(root: Path, scrub: Scrubber) -> int:
+    """Remove the blobs of the pad's checkpoint that hold a secret (the scrubber learnt a new
+    one): a restore reports their names as not restored. How many went."""
+    dropped = 0
+    for path in sorted((directory(root) / "blobs").glob("*.pkl")):
+        if not path.is_symlink() and held_secret(path, scrub):
+            path.unlink(missing_ok=True)
+            dropped += 1
+    return dropped
 
 
 def delete(root: Path) -> None:

@@ -72,11 +72,14 @@ class Launcher:
         while True:
             spec = await asyncio.to_thread(self.spec)
             paths = self.paths()
+            env = self.kernel_env()
+            if ckpt is not None:
+                ckpt["secret_env"] = checkpoint.secret_names(env)
             try:
                 kernel = await KernelProcess.spawn(
                     sandboxing.BASE_PYTHON,
                     cwd=Path("/"),
-                    env=self.kernel_env(),
+                    env=env,
                     config={
                         "confine": spec,
                         "venv": str(self.root),

@@ -45,6 +45,7 @@ NOT_SHARED = (
     *SCALARS, tuple, frozenset, type, types.FunctionType, types.BuiltinFunctionType,
     types.ModuleType, types.CodeType, types.MethodType, range, slice,
 )  # fmt: skip
+SECRET_MIN = 8  # characters of an environment secret looked for in a pickle
 PENDING_BYTES = 64 << 20  # queued for the disk before a cell waits for it
 REPORT_NAMES = 200  # names listed in a report
 REPORT_REASONS = 20  # reasons given in a report
@@ -229,6 +230,7 @@ class Checkpointer:
         self.keep = int(config.get("keep") or 2)
         self.sweep_cells = int(config.get("sweep_cells") or 50)
         self.workspace = str(config.get("workspace") or "")
+        self.secret_env = [str(name) for name in config.get("secret_env") or ()]
         self.base_path = list(config.get("base_path") or sys.path)  # before any cell
         self.ids: dict[str, int] = {}  # name -> id(value) at the last checkpoint
         self.entries: dict[str, dict[str, Any]] = {}  # name -> its manifest entry
@@ -482,7 +484,7 @@ class Checkpointer:
     def dumps(self, value: object) -> tuple[bytes, frozenset[int], str]:
         """``value`` pickled (cloudpickle, else dill), the ids it shares, the serializer."""
         try:
-            return self._dumps("cloudpickle", value)
+            data, ids, ser = self._dumps("cloudpickle", value)
         except Unsaveable:
             raise
         except Exception as first:
@@ -494,6 +496,10 @@ class Checkpointer:
                 raise first from None
         if MARKER in data:
             raise Unsaveable("open file handle")
+        for name in self.secret_env:
+            secret = os.environ.get(name, "")
+            if len(secret) >= SECRET_MIN and secret.encode("utf-8", "surrogatepass") in data:
+                raise Unsaveable(f"holds a secret: the value of ${name}")
         return data, ids, ser
 
     def _dumps(self, library: str, value: object) -> tuple[bytes, frozenset[int], str]:
@@ -677,16 +683,23 @@ class Checkpointer:
                     raise ValueError("the blob is damaged (its hash does not match)")
                 if MARKER in data:
                     raise ValueError("it holds a file handle")
+            except FileNotFoundError:
+                for name in names:
+                    cell = entries[name].get("defined_in") or {}
+                    why = "its saved value is gone (it held a secret, or was deleted)"
+                    report.append(
+                        {"name": name, "ok": False, "why": why, "number": cell.get("number")}
+                    )
+                continue
+            except BaseException as exc:
+                self._not_loaded(names, entries, exc, report)
+                continue
+            try:
                 value = pickle.loads(data)
                 values = value if len(names) > 1 or entries[names[0]].get("group") else None
                 loaded = values if isinstance(values, dict) else {names[0]: value}
             except BaseException as exc:
-                for name in names:
-                    cell = entries[name].get("defined_in") or {}
-                    report.append(
-                        {"name": name, "ok": False, "why": f"{type(exc).__name__}: {exc}",
-                         "number": cell.get("number")}
-                    )  # fmt: skip
+                self._not_loaded(names, entries, exc, report)
                 continue
             idsets = frozenset({-int(digest[:15], 16) - 1})  # the group stays one
             for name in names:
@@ -695,6 +708,15 @@ class Checkpointer:
                 self.entries[name] = entries[name]
                 self.idsets[name] = idsets
                 report.append({"name": name, "ok": True})
+
+    @staticmethod
+    def _not_loaded(
+        names: list[str], entries: dict[str, Any], exc: BaseException, report: list[Any]
+    ) -> None:
+        for name in names:
+            cell = entries[name].get("defined_in") or {}
+            why = f"{type(exc).__name__}: {exc}"
+            report.append({"name": name, "ok": False, "why": why, "number": cell.get("number")})
 
 
 def _bounded(failures: dict[str, str]) -> dict[str, str]:
