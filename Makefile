@@ -46,6 +46,7 @@ test: setup browser lint
 bench: setup
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/runtime.py
+	$(BIN)/python bench/checkpoint.py
 	$(BIN)/python bench/observations.py
 	$(BIN)/python bench/server.py
 	$(BIN)/python bench/events.py

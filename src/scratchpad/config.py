@@ -62,6 +62,19 @@ class Settings(BaseSettings):
         ge=0,
         description="A pad idle this long sleeps: its kernel stops until its next use (0: never).",
     )
+    checkpoint_var_mb: int = Field(
+        256, ge=1, description="Largest variable (or group sharing objects) a checkpoint saves."
+    )
+    checkpoint_pad_mb: int = Field(
+        1024, ge=0, description="Largest checkpoint of a pad's variables; 0 turns checkpoints off."
+    )
+    checkpoint_keep: int = Field(2, ge=0, description="Earlier checkpoints kept (for revert).")
+    checkpoint_sweep_cells: int = Field(
+        50, ge=1, description="Every this many cells, every variable is checked for changes."
+    )
+    restore_timeout_s: float = Field(
+        60.0, gt=0, description="How long a new kernel may take to restore its variables."
+    )
     kernel_memory_limit_mb: int | None = Field(
         None,
         gt=0,

@@ -91,10 +91,14 @@ def _snapshot(root: Path) -> dict[str, bytes | None]:
 
 
 def _forged_files(root: Path) -> list[str]:
-    """Files of the agent directory, outside its workspace, that hold what a write forged."""
+    """Files of the agent directory, outside its workspace and its pads' checkpoints (the
+    pad's own variables, which only its kernel reads), that hold what a write forged."""
     found = []
     for path in root.rglob("*"):
-        ours = path.is_relative_to(root / "workspace")
+        parts = path.relative_to(root).parts
+        checkpoint = len(parts) > 3 and parts[:2] == (".scratchpad", "pads")
+        checkpoint = checkpoint and parts[3].startswith("checkpoint")
+        ours = path.is_relative_to(root / "workspace") or checkpoint
         if path.is_file() and not ours and FORGED.encode() in path.read_bytes():
             found.append(str(path.relative_to(root)))
     return sorted(found)

@@ -267,7 +267,7 @@ async def test_close_then_start_again(pad: ScratchpadRuntime) -> None:
         await pad.execute("1")
     await pad.start()
     cell = await pad.execute("'value' in dir()")
-    assert cell.result == "False"
+    assert cell.result == "True"  # the new kernel restores the pad's checkpoint
 
 
 async def test_cleanup_forbids_further_use(pad: ScratchpadRuntime) -> None:

@@ -22,6 +22,7 @@ from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from tests.conftest import wait_until_busy
 from tests.process_helpers import host_pid, process_gone, read_pid
+from tests.runtime.test_checkpoint import saved
 
 MIB = 1024 * 1024
 
@@ -198,7 +199,8 @@ async def test_sigint_ignored_by_the_cell_gets_it_killed(
     fast = settings.model_copy(update={"default_timeout_s": 1.0, "interrupt_grace_s": 0.5})
     async with ScratchpadManager(workspace=workspace, settings=fast) as manager:
         pad = await manager.get_or_create("stubborn")
-        await pad.execute("kept = 1")
+        assert isinstance(pad, LocalRuntime)
+        await saved(pad, (await pad.execute("kept = 1")).number)
         code = f"import signal, time\nsignal.signal({int(signal.SIGINT)}, signal.SIG_IGN)\n"
         code += "while True:\n    time.sleep(0.01)"
         cell = await pad.execute(code)
@@ -206,7 +208,8 @@ async def test_sigint_ignored_by_the_cell_gets_it_killed(
         assert cell.error is not None and cell.error.startswith("Cell timed out after 1s")
         assert "variables were lost" in cell.error
         after = await pad.execute("'kept' in dir()")
-        assert after.result == "False"
+        assert after.result == "True"  # from the checkpoint after the last cell that ended
+        assert "this is a fresh kernel. It restored the variables saved after cell 1" in after.logs
         await assert_healthy(pad)
 
 
@@ -226,13 +229,13 @@ async def test_kernel_killed_while_idle_restarts_on_the_next_cell(
     pad: ScratchpadRuntime,
 ) -> None:
     assert isinstance(pad, LocalRuntime) and pad.pid is not None
-    await pad.execute("kept = 1")
+    await saved(pad, (await pad.execute("kept = 1")).number)
     os.kill(pad.pid, signal.SIGKILL)
     while not process_gone(pad.pid):  # noqa: ASYNC110 - dead, but not yet reported by the pipes
         await asyncio.sleep(0.001)
     cell = await pad.execute("'kept' in dir()")
     assert cell.status == "ok"
-    assert cell.result == "False"
+    assert cell.result == "True"  # restored from its checkpoint
     assert "fresh kernel" in cell.logs
 
 

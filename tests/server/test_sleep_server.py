@@ -86,4 +86,4 @@ async def test_an_open_feed_keeps_its_pad_awake_and_the_lists_show_it_asleep_aft
     assert woken.status_code == 200, woken.text
     assert (await statuses(client, server))["seen"]["status"] == "idle"
     final = await run_cell(client, server, {"name": "seen", "code": "'x' in globals()"})
-    assert final["cell"]["status"] == "ok" and "The pad was asleep" in final["cell"]["logs"]
+    assert final["cell"]["status"] == "ok" and "The kernel was asleep" in final["cell"]["logs"]

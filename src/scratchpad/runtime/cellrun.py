@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from scratchpad.runtime import checkpoint
 from scratchpad.runtime.cell import (
     CappedItems,
     CappedOutput,
@@ -352,6 +353,8 @@ class CellRun:
         if cell.result is None:
             cell.result_data = {}
         error = clean_text(str(message.get("error") or ""))
+        for line in checkpoint.failure_lines(message.get("ckpt")):  # never the cell's error
+            self.logs.append(clean_text(line))
         if status == "ok":
             cell.status = "ok"
             if self._interrupted_at is not None:

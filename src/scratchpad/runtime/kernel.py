@@ -46,7 +46,9 @@ CATCH_UP_ROUNDS = 4  # reads of the control pipe per frame while output keeps co
 # Frames whose place among the output matters: output written before them is in the pipes.
 ORDERED_AFTER_OUTPUT = frozenset({"done", "progress", "log", "display", "result"})
 CELL_FRAMES = frozenset({"started", *ORDERED_AFTER_OUTPUT})  # carry the id of their cell
-REPLIES = frozenset({"ack", "installed"})  # carry the id of their request
+REPLIES = frozenset(
+    {"ack", "installed", "restored", "checkpointed"}
+)  # carry the id of their request
 PASSED = "passed_after"  # in a placed frame: bytes per stream written after it, passed on before
 
 # An event is (kind, payload): ("stdout"|"stderr", bytes), ("msg", dict), ("exit", None),

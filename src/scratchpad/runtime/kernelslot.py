@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from scratchpad.errors import InstallError, KernelStartError, PadError, ScratchpadError
 from scratchpad.fsutil import disk_full_in
-from scratchpad.runtime import venv
+from scratchpad.runtime import checkpoint, venv
 from scratchpad.runtime.cell import CappedOutput
 from scratchpad.runtime.cellrun import CellRun
 from scratchpad.runtime.history import CellHistory
@@ -80,8 +80,10 @@ class KernelSlot:
         self._late = {}
         self.deaths_in_a_row = 0
 
-    async def ensure(self) -> None:
-        """A running kernel: this one, or a fresh one (saying why) when it died or none runs."""
+    async def ensure(self, how: str | None = None) -> None:
+        """A running kernel: this one, or a new one when it died or none runs, which restores
+        the pad's variables from its checkpoint; the next cell is told how that went
+        (``how``: why the last kernel is gone)."""
         kernel = self.kernel
         if kernel is not None and not kernel.channel_closed and kernel.alive:
             return
@@ -90,14 +92,20 @@ class KernelSlot:
                 self.note_late(kind, payload)
             code = await self.stop()
             how = "died" if self._death_reported else kernel.describe_exit(code)
-            self.notes.append(
-                f"The kernel {how}; this is a fresh kernel (all variables from before were lost)."
-            )
         rebuild = None
         if self.deaths_in_a_row >= DEATHS_BEFORE_FULL_RESET:
             rebuild = f"the kernel died {self.deaths_in_a_row} times in a row"
             self.deaths_in_a_row = 0
+        if how is None and self.asleep:
+            how = "was asleep"
         await self._start(rebuild)
+        assert self.kernel is not None
+        note = await checkpoint.resume(
+            self.kernel, self._pad.root, self._pad.settings, how,
+            suspect=rebuild is not None, stop=self.stop, start=self._start, on_other=self.note_late,
+        )  # fmt: skip
+        if note:
+            self.notes.append(note)
 
     async def _start(self, rebuild: str | None = None) -> None:
         """Start a kernel, rebuilding the venv first when asked, when unusable, or on retry.
@@ -151,12 +159,8 @@ class KernelSlot:
         except OSError as exc:
             log.warning("pad %r: could not write its state (generation %d): %s",
                         pad.name, state.generation, exc)  # fmt: skip
-        if woke:
-            self.notes.append(
-                "The pad was asleep; this is a fresh kernel (all variables from before were lost)."
-            )
-            if pad.on_wake is not None:
-                pad.on_wake(pad)
+        if woke and pad.on_wake is not None:
+            pad.on_wake(pad)
 
     async def sleep(self, now: float, last_activity: float | None) -> None:
         """Put the pad to sleep (the caller holds its turn; no cell runs or waits): the
@@ -175,8 +179,15 @@ class KernelSlot:
             log.warning("pad %r: could not write its state (asleep): %s", pad.name, exc)
 
     async def _checkpoint_all(self) -> None:
-        """Before the kernel stops for sleep: what it holds is saved, so the next start can
-        bring it back (nothing is saved yet: a woken pad starts with no variables)."""
+        """Before the kernel stops for sleep: every variable checked again (a full sweep), so
+        the next start brings back what the kernel holds now; a sweep that fails is logged
+        (the checkpoint of the last cell stays)."""
+        kernel = self.kernel
+        if kernel is None or not kernel.alive or not self._pad.settings.checkpoint_pad_mb:
+            return
+        outcome = await checkpoint.checkpoint_all(kernel, REQUEST_TIMEOUT_S, self.note_late)
+        if outcome.get("error"):
+            log.warning("pad %r: checkpoint before sleep: %s", self._pad.name, outcome["error"])
 
     async def _rebuild_venv(self, why: str) -> None:
         pad = self._pad
@@ -204,12 +215,8 @@ class KernelSlot:
     async def after_kill(self, run: CellRun) -> None:
         """The ladder killed the kernel: start a fresh one so the pad stays usable."""
         await self.stop()
-        self.notes.append(
-            "The previous cell was killed; this kernel started fresh "
-            "(all variables from before were lost)."
-        )
         try:
-            await self.ensure()
+            await self.ensure(how="was killed with the previous cell")
         except (ScratchpadError, OSError) as exc:
             self.notes.append(f"Restarting the kernel failed: {exc}")
 

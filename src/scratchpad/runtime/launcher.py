@@ -23,7 +23,7 @@ from typing import Any
 from scratchpad.config import Settings
 from scratchpad.errors import SandboxError
 from scratchpad.fsutil import private_dir
-from scratchpad.runtime import confinement, procgroup, sandboxing, venv
+from scratchpad.runtime import checkpoint, confinement, procgroup, sandboxing, venv
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.runtime.limits import WATCHDOG, PadLimits, Watched
 from scratchpad.runtime.proctree import new_tag, running
@@ -66,18 +66,25 @@ class Launcher:
         """One kernel, confined as this system allows (see ``confinement``); when its launcher
         refuses a mechanism, the next start does without it (unless the setting requires it)."""
         self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
+        ckpt = checkpoint.kernel_config(self.settings, self.root, self.cwd)
+        if ckpt is not None:
+            await asyncio.to_thread(checkpoint.prepare, self.root)
         while True:
             spec = await asyncio.to_thread(self.spec)
             paths = self.paths()
+            env = self.kernel_env()
+            if ckpt is not None:
+                ckpt["secret_env"] = checkpoint.secret_names(env)
             try:
                 kernel = await KernelProcess.spawn(
                     sandboxing.BASE_PYTHON,
                     cwd=Path("/"),
-                    env=self.kernel_env(),
+                    env=env,
                     config={
                         "confine": spec,
                         "venv": str(self.root),
                         "heartbeat_s": self.settings.heartbeat_s,
+                        "checkpoint": ckpt,
                     },
                     timeout=self.settings.kernel_start_timeout_s,
                     worker=self.worker,

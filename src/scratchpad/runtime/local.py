@@ -21,7 +21,7 @@ from scratchpad.config import Settings
 from scratchpad.errors import PadClosedError
 from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
-from scratchpad.runtime import venv, workdir
+from scratchpad.runtime import checkpoint, venv, workdir
 from scratchpad.runtime.accepts import AcceptLog
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime
 from scratchpad.runtime.cell import Cell, StreamItem
@@ -165,6 +165,7 @@ class LocalRuntime(ScratchpadRuntime):
             self.cells = []
             self._history.clear()
             AcceptLog(self.root).clear()
+            await asyncio.to_thread(checkpoint.delete, self.root)
             self._flow.last_number = 0  # the history is gone: numbers start again at 1
             self._slot.clear()
             await self._slot.ensure()

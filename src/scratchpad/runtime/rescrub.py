@@ -22,6 +22,7 @@ from typing import Any
 
 from scratchpad.config import Settings
 from scratchpad.errors import ScratchpadError
+from scratchpad.runtime import checkpoint
 from scratchpad.runtime.cell import CELL_FIELDS, Cell
 from scratchpad.runtime.history import CellHistory
 from scratchpad.runtime.padinfo import HISTORY
@@ -65,6 +66,13 @@ def rescrub_home(
         if not path.parent.is_symlink() and (histories is None or path in histories):
             history = CellHistory(path, settings.history_max_bytes)
             _rewrite_file(report, path, partial(rescrub_history, history, scrub))
+    for root in sorted((settings.home / "pads").glob("*/")):
+        if not root.is_symlink():  # checkpoints are pickles: what holds a secret goes
+            try:
+                report.files_changed += checkpoint.drop_secrets(root, scrub)
+            except OSError as exc:
+                log.warning("could not check the checkpoint of %s for secrets: %s", root, exc)
+                report.failed.append(str(root))
     sessions = settings.home / "sessions"
     for path in sorted(sessions.glob("*.jsonl")):
         _rewrite_file(report, path, partial(rescrub_lines, path, scrub))

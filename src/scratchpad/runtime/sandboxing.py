@@ -63,6 +63,7 @@ DEFAULT_MPL_BACKEND = "module://_scratchpad_mpl_backend"
 VENV_DIRS = ("bin", "lib", "lib64", "include", "share", "etc")  # the pad may install there
 VENV_READ_ONLY = ("pyvenv.cfg",)  # read by every interpreter it starts; never rewritten
 TMP_DIR = "tmp"
+CHECKPOINT_DIR = "checkpoint"  # the kernel's checkpoints of its variables (runtime/checkpoint.py)
 HARMLESS_DEVICES = ("null", "zero", "full", "random", "urandom", "shm")  # Landlock alone
 
 
@@ -164,6 +165,8 @@ class PadPaths:
         rules: list[Rule] = [(str(_real(self.workspace)), "rw")]
         rules += [(str(root / name), "rw") for name in VENV_DIRS if (root / name).exists()]
         rules += [(str(_real(self.tmp)), "rw")]
+        if (root / CHECKPOINT_DIR).is_dir() and not (root / CHECKPOINT_DIR).is_symlink():
+            rules += [(str(root / CHECKPOINT_DIR), "rw")]
         rules += [(str(root / name), "ro") for name in VENV_READ_ONLY]
         return rules
 

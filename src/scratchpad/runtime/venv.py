@@ -49,6 +49,7 @@ NAME_FILE = "pad.json"
 REQUIREMENTS = "requirements.txt"
 HOST_PTH = "_scratchpad_host.pth"
 KEEP_ON_REBUILD = ("requirements.txt", "history.jsonl", "accepted.jsonl", NAME_FILE, STATE_FILE)
+KEEP_DIRS_ON_REBUILD = ("checkpoint",)  # the pad's variables (runtime/checkpoint.py)
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CREATE_TIMEOUT_S = 60.0
 OUTPUT_CAP = 64 * 1024  # characters of an installer's output kept (head and tail)
@@ -172,6 +173,9 @@ def _put_in_place(staging: Path, root: Path, name: str | None) -> None:
         for kept in KEEP_ON_REBUILD:
             if (root / kept).is_file() and not (root / kept).is_symlink():
                 _keep(root / kept, staging / kept)
+        for kept in KEEP_DIRS_ON_REBUILD:  # moved whole: the kernel alone reads them
+            if (root / kept).is_dir() and not (root / kept).is_symlink():
+                os.rename(root / kept, staging / kept)
     if name is not None:
         record_name(staging, name)
     if not replacing:

@@ -20,7 +20,7 @@ import sys
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at boot
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, ClassVar
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
@@ -55,7 +55,12 @@ PRIVATE_MODULES = {
     "_scratchpad_mpl_backend": "mpl_backend.py",
     "_scratchpad_llm_bridge": "llm_bridge.py",
     "_scratchpad_cell_logs": "cell_logs.py",
+    "_scratchpad_checkpoint": "checkpoint.py",
 }
+CHECKPOINT_LIBRARIES = (
+    "cloudpickle",
+    "dill",
+)  # found on the host's site dir when the pad lacks them
 BRIDGE_FUNCTIONS = ("get_llm", "agentic_loop", "web_search")
 CO_COROUTINE = 0x80
 RESULT_CAP = 100_000
@@ -85,6 +90,23 @@ class _PrivateFinder:
         from importlib.util import spec_from_file_location
 
         return spec_from_file_location(name, os.path.join(_HERE, filename))
+
+
+class _LibraryFinder:
+    """Finds the checkpoint serializers (``CHECKPOINT_LIBRARIES``, top-level names only) in
+    the host's site directories the parent named; last on ``sys.meta_path``, so a pad that
+    installed its own keeps it. Nothing else of those directories is importable."""
+
+    places: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def find_spec(cls, name: str, path: object = None, target: object = None) -> Any:
+        place = cls.places.get(name)
+        if place is None:
+            return None
+        from importlib.machinery import PathFinder
+
+        return PathFinder.find_spec(name, [place])
 
 
 def _lazy_bridge(name: str) -> Any:
@@ -157,6 +179,10 @@ class Kernel:
         )
         for name in BRIDGE_FUNCTIONS:
             self.namespace[name] = _lazy_bridge(name)
+        self.injected = list(self.namespace.values())  # never saved in a checkpoint
+        self.checkpoint_config: dict[str, Any] | None = None  # from the parent (see main)
+        self.checkpointer: Any = None
+        self.codes: tuple[Any, ...] = ()  # the last cell's code objects
 
     # -- helpers exposed to cells ---------------------------------------------------------
     def send(self, message: dict[str, object]) -> None:
@@ -261,6 +287,8 @@ class Kernel:
         while True:
             message = protocol.read_frame(self.ctrl_in)
             if message is None or message.get("type") == "shutdown":
+                if self.checkpointer is not None:
+                    self.checkpointer.wait()  # the last checkpoint on disk before the exit
                 return
             kind = message.get("type")
             request = message.get("id")
@@ -280,6 +308,11 @@ class Kernel:
             elif kind == "set_env":
                 set_environ(message.get("env"))
                 self.send({"type": "ack", "id": request})
+            elif kind == "restore":
+                self.send({"type": "restored", "id": request, **self.restore()})
+            elif kind == "checkpoint":  # a full sweep (before sleep, fork, a graceful stop)
+                ckpt = self.checkpoint(full=True)
+                self.send({"type": "checkpointed", "id": request, "ckpt": ckpt or {}})
             elif kind == "sync":  # the parent lost track of our frames: this one it knows
                 self.send({"type": "synced", "nonce": str(message.get("nonce", ""))})
 
@@ -297,8 +330,43 @@ class Kernel:
                 "error": "KeyboardInterrupt",
             }
         self.finish_cell()
+        if self.checkpoint_config is not None:
+            ckpt = self.checkpoint(cell_id, number)
+            if ckpt:
+                reply["ckpt"] = ckpt
         self.busy = False
         self.send({**reply, **output_marks()})
+
+    # -- checkpoints (see checkpoint.py) ----------------------------------------------------
+    def checkpointing(self) -> Any:
+        if self.checkpointer is None and self.checkpoint_config is not None:
+            import _scratchpad_checkpoint
+
+            self.checkpointer = _scratchpad_checkpoint.Checkpointer(
+                self.namespace, self.injected, self.checkpoint_config
+            )
+        return self.checkpointer
+
+    def checkpoint(self, cell_id: str = "", number: int = 0, full: bool = False) -> Any:
+        """Checkpoint what the cell changed; a failure is the outcome, never the cell's."""
+        try:
+            checkpointer = self.checkpointing()
+            if checkpointer is None:
+                return None
+            codes, self.codes = self.codes, ()
+            return checkpointer.after_cell(cell_id, number, codes, full)
+        except BaseException as exc:
+            return {"error": f"checkpoint failed: {type(exc).__name__}: {exc}"[:500]}
+
+    def restore(self) -> dict[str, object]:
+        """Load the pad's checkpoint into the fresh namespace: the report, or why not."""
+        try:
+            checkpointer = self.checkpointing()
+            if checkpointer is None:
+                return {"error": "checkpoints are off"}
+            return dict(checkpointer.restore())
+        except BaseException as exc:
+            return {"error": f"{type(exc).__name__}: {exc}"[:500]}
 
     def run_cell(self, code: str, cell_id: str, number: int = 0) -> dict[str, object]:
         """Run one cell; its tracebacks name it ``<cell N>`` with the pad's number for it
@@ -311,6 +379,7 @@ class Kernel:
             self.in_cell = True  # before "started": the parent interrupts only after it
             self.send({"type": "started", "id": cell_id})
             body, last = compile_cell(code, filename)
+            self.codes = (body, last)
             if body is not None:
                 self.run_code(body)
             if last is not None:
@@ -558,6 +627,16 @@ def configure_process(config: dict[str, Any]) -> None:
     builtins.input = _closed_stdin_input
     faulthandler.enable()
     sys.meta_path.append(_PrivateFinder)
+    checkpoint = config.get("checkpoint")
+    if isinstance(checkpoint, dict):
+        libraries = checkpoint.get("libraries")
+        if isinstance(libraries, dict):
+            _LibraryFinder.places = {
+                name: str(place)
+                for name, place in libraries.items()
+                if name in CHECKPOINT_LIBRARIES and isinstance(place, str)
+            }
+            sys.meta_path.append(_LibraryFinder)
 
 
 def enter_pad(spec: object, ctrl_in: int, ctrl_out: int) -> str:
@@ -618,6 +697,8 @@ def main(argv: list[str]) -> int:
     global KERNEL
     KERNEL = kernel
     configure_process(config)
+    if isinstance(config.get("checkpoint"), dict):
+        kernel.checkpoint_config = {**config["checkpoint"], "base_path": list(sys.path)}
     watch_logging()
     _signal.signal(_signal.SIGINT, kernel.on_sigint)
     interval = float(config.get("heartbeat_s") or DEFAULT_HEARTBEAT_S)

@@ -1,0 +1,326 @@
+"""Checkpoints of a pad's variables, server side: where they live, what the kernel is told,
+asking a fresh kernel to restore them, the note that tells the next cell, deleting them.
+
+The kernel writes and reads the checkpoint (``inkernel/checkpoint.py``); the server never
+unpickles it: the blobs are the pad's bytes, loaded only inside the pad's sandbox. Here they
+are opaque files to rename or delete; a manifest is read only as capped, untrusted JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from scratchpad.config import Settings
+from scratchpad.fsutil import private_dir
+from scratchpad.runtime import sandboxing
+from scratchpad.runtime.kernel import KernelProcess
+from scratchpad.scrub import Scrubber, scrubber
+from scratchpad.scrub.matcher import is_secret_length
+
+DIR_NAME = sandboxing.CHECKPOINT_DIR
+ASIDE_PREFIX = "checkpoint.failed-"
+LIBRARIES = ("cloudpickle", "dill")
+MANIFEST_CAP = 4 << 20  # bytes of a manifest the server reads
+NOTE_NAMES = 60  # names listed in a note
+NOTE_REASONS = 20
+
+
+def directory(root: Path) -> Path:
+    return root / DIR_NAME
+
+
+def exists(root: Path) -> bool:
+    """Whether the pad has a checkpoint to restore (its ``HEAD``)."""
+    return (directory(root) / "HEAD").is_file()
+
+
+def prepare(root: Path) -> Path:
+    """The checkpoint directory, made (0700) before the kernel starts: under Landlock alone,
+    one made later would be out of its reach until the next start."""
+    return private_dir(directory(root))
+
+
+@cache
+def libraries() -> dict[str, str]:
+    """The host's site directories of the serializers, found without importing them: the
+    kernel finds those names, and only those, there (worker.py ``_LibraryFinder``)."""
+    found = {}
+    for name in LIBRARIES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            found[name] = os.path.dirname(os.path.dirname(os.path.realpath(spec.origin)))
+    return found
+
+
+def kernel_config(settings: Settings, root: Path, workspace: Path) -> dict[str, Any] | None:
+    """What the kernel is told of checkpoints (None: off for this pad)."""
+    if not settings.checkpoint_pad_mb:
+        return None
+    return {
+        "dir": str(directory(root)),
+        "var_cap": settings.checkpoint_var_mb << 20,
+        "pad_cap": settings.checkpoint_pad_mb << 20,
+        "keep": settings.checkpoint_keep,
+        "sweep_cells": settings.checkpoint_sweep_cells,
+        "workspace": str(workspace),
+        "libraries": libraries(),
+    }
+
+
+def secret_names(env: dict[str, str]) -> list[str]:
+    """The kernel's environment variables that hold a secret the scrubber knows (vault
+    values, model keys): a value holding one of them is never checkpointed."""
+    scrub = scrubber()
+    return sorted(n for n, v in env.items() if is_secret_length(v) and scrub.scrub(v) != v)
+
+
+def held_secret(path: Path, scrub: Scrubber) -> bool:
+    """Whether a blob's bytes hold a secret the scrubber knows (read as bytes, never
+    unpickled)."""
+    text = path.read_bytes().decode("latin-1")
+    return scrub.scrub(text) != text
+
+
+def drop_secrets(root: Path, scrub: Scrubber) -> int:
+    """Remove the blobs of the pad's checkpoint that hold a secret (the scrubber learnt a new
+    one): a restore reports their names as not restored. How many went."""
+    dropped = 0
+    for path in sorted((directory(root) / "blobs").glob("*.pkl")):
+        if not path.is_symlink() and held_secret(path, scrub):
+            path.unlink(missing_ok=True)
+            dropped += 1
+    return dropped
+
+
+def delete(root: Path) -> None:
+    """Forget the pad's variables (reset): the checkpoint and any set aside go."""
+    shutil.rmtree(directory(root), ignore_errors=True)
+    for entry in _asides(root):
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def set_aside(root: Path) -> Path | None:
+    """Move a checkpoint that could not be restored out of the way (kept for a person to
+    look at, the last few): the next kernel starts empty."""
+    source = directory(root)
+    if not source.exists():
+        return None
+    taken = [int(p.name[len(ASIDE_PREFIX) :]) for p in _asides(root)]
+    target = root / f"{ASIDE_PREFIX}{max(taken, default=0) + 1}"
+    os.rename(source, target)
+    for old in sorted(_asides(root), key=lambda p: int(p.name[len(ASIDE_PREFIX) :]))[:-3]:
+        shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def _asides(root: Path) -> list[Path]:
+    try:
+        return [
+            entry
+            for entry in root.iterdir()
+            if entry.name.startswith(ASIDE_PREFIX) and entry.name[len(ASIDE_PREFIX) :].isdigit()
+        ]
+    except OSError:
+        return []
+
+
+def read_manifest(root: Path) -> dict[str, Any] | None:
+    """The current manifest as untrusted data (capped; None when absent or unreadable)."""
+    base = directory(root)
+    try:
+        head = (base / "HEAD").read_bytes()[:32].strip()
+        if not head.isdigit():
+            return None
+        with open(base / "manifests" / f"{int(head)}.json", "rb") as file:
+            data = file.read(MANIFEST_CAP + 1)
+        if len(data) > MANIFEST_CAP:
+            return None
+        manifest = json.loads(data)
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+@dataclass
+class Restored:
+    """How a restore went: ``died``/``timed_out`` mean the kernel is not usable as it is."""
+
+    number: int | None = None
+    report: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+    died: bool = False
+    timed_out: bool = False
+
+    @property
+    def broken(self) -> bool:
+        return self.died or self.timed_out
+
+
+async def _ask(
+    kernel: KernelProcess,
+    message: dict[str, object],
+    reply: str,
+    timeout: float,
+    on_other: Callable[[str, object], None],
+) -> tuple[dict[str, Any] | None, str]:
+    """Send a request and wait for its answer: (answer, "") or (None, "died"|"timeout")."""
+    if not kernel.request(message):
+        return None, "died"
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        event = await kernel.next_event(deadline)
+        if event is None:
+            return None, "timeout"
+        kind, payload = event
+        if kind == "msg" and isinstance(payload, dict) and payload.get("type") == reply:
+            return dict(payload), ""
+        if kind == "exit":
+            return None, "died"
+        on_other(kind, payload)
+
+
+async def restore(
+    kernel: KernelProcess, timeout: float, on_other: Callable[[str, object], None]
+) -> Restored:
+    """Ask a fresh kernel to load its pad's checkpoint (see inkernel/checkpoint.py)."""
+    answer, trouble = await _ask(kernel, {"type": "restore"}, "restored", timeout, on_other)
+    if answer is None:
+        return Restored(died=trouble == "died", timed_out=trouble == "timeout")
+    number = answer.get("number")
+    items = answer.get("vars")
+    return Restored(
+        number=number if isinstance(number, int) else None,
+        report=[item for item in items if isinstance(item, dict)]
+        if isinstance(items, list)
+        else [],
+        error=str(answer.get("error") or ""),
+    )
+
+
+async def checkpoint_all(
+    kernel: KernelProcess, timeout: float, on_other: Callable[[str, object], None]
+) -> dict[str, Any]:
+    """Ask an idle kernel for a full sweep (every variable pickled again, hash-compared):
+    before it sleeps, is forked, or stops. Its outcome (``{}``: nothing to write)."""
+    answer, trouble = await _ask(kernel, {"type": "checkpoint"}, "checkpointed", timeout, on_other)
+    if answer is None:
+        return {"error": f"the kernel {'died' if trouble == 'died' else 'did not answer'}"}
+    ckpt = answer.get("ckpt")
+    return ckpt if isinstance(ckpt, dict) else {}
+
+
+def failure_lines(ckpt: object) -> list[str]:
+    """The lines a cell's logs get from its ``done`` frame's checkpoint outcome."""
+    if not isinstance(ckpt, dict):
+        return []
+    lines = []
+    failed = ckpt.get("failed")
+    if isinstance(failed, dict):
+        lines += [f"{name}: not saved ({why})" for name, why in failed.items()]
+    late = ckpt.get("late")
+    if isinstance(late, list):
+        lines += [str(line) for line in late]
+    if ckpt.get("error"):
+        lines.append(str(ckpt["error"]))
+    return lines
+
+
+def note(restored: Restored, how: str) -> str:
+    """What the first cell of the new kernel is told about its variables."""
+    if restored.error:
+        return (
+            f"The kernel {how}; this is a fresh kernel. Its variables could not be restored "
+            f"({restored.error}); all variables from before were lost."
+        )
+    where = f" after cell {restored.number}" if restored.number else ""
+    done = [item for item in restored.report if item.get("ok")]
+    imports = [str(item["name"]) for item in done if item.get("import")]
+    values = [str(item["name"]) for item in done if not item.get("import")]
+    failed = [item for item in restored.report if not item.get("ok")]
+    parts = [f"The kernel {how}; this is a fresh kernel. It restored the variables saved{where}."]
+    if values:
+        parts.append(f"Restored: {_names(values)}.")
+    if imports:
+        parts.append(f"Imports replayed: {_names(imports)}.")
+    if failed:
+        shown = []
+        for item in failed[:NOTE_REASONS]:
+            why = str(item.get("why") or "unknown")
+            cell = item.get("number")
+            rerun = f"; defined in cell {cell}: re-run it" if isinstance(cell, int) else ""
+            shown.append(f"{item.get('name')} ({why}{rerun})")
+        more = len(failed) - len(shown)
+        parts.append("Not restored: " + "; ".join(shown) + (f"; and {more} more" if more else ""))
+    if not done and not failed:
+        parts.append("There were none.")
+    return " ".join(parts)
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:NOTE_NAMES])
+    return shown + (f" and {len(names) - NOTE_NAMES} more" if len(names) > NOTE_NAMES else "")
+
+
+def broken_note(restored: Restored, how: str, aside: Path | None = None) -> str:
+    """The note when the restore killed or hung its kernel: the pad starts empty."""
+    what = "killed the kernel" if restored.died else "did not finish in time"
+    kept = f" (set aside as {aside.name})" if aside is not None else ""
+    return (
+        f"The kernel {how}; restoring its variables {what}, so this is a fresh kernel with "
+        f"none: the checkpoint was set aside{kept}. Re-run the cells that define what you need."
+    )
+
+
+def skipped_note(how: str, aside: Path | None) -> str:
+    kept = f" (set aside as {aside.name})" if aside is not None else ""
+    return (
+        f"The kernel {how}; it died twice in a row, so its variables were not restored "
+        f"(a restored value may be the cause): the checkpoint was set aside{kept}."
+    )
+
+
+with contextlib.suppress(Exception):  # found once, at import, like the server's own paths
+    libraries()
+
+
+async def resume(
+    kernel: KernelProcess,
+    root: Path,
+    settings: Settings,
+    how: str | None,
+    *,
+    suspect: bool,
+    stop: Callable[[], Awaitable[object]],
+    start: Callable[[], Awaitable[object]],
+    on_other: Callable[[str, object], None],
+) -> str | None:
+    """After a kernel start: restore the pad's variables when it has a checkpoint, and say
+    what happened (the note for the next cell's logs; None: nothing worth saying).
+    ``suspect``: the kernel died twice in a row, so the checkpoint is set aside unread. A
+    restore that kills or hangs the kernel sets it aside too (after ``stop``), and ``start``
+    gives an empty kernel."""
+    lost = None
+    if how is not None:
+        lost = f"The kernel {how}; this is a fresh kernel (all variables from before were lost)."
+    if not settings.checkpoint_pad_mb or not await asyncio.to_thread(exists, root):
+        return lost
+    how = how or "started again"
+    if suspect:
+        return skipped_note(how, await asyncio.to_thread(set_aside, root))
+    restored = await restore(kernel, settings.restore_timeout_s, on_other)
+    if not restored.broken:
+        return note(restored, how)
+    await stop()
+    aside = await asyncio.to_thread(set_aside, root)
+    await start()
+    return broken_note(restored, how, aside)
