@@ -209,9 +209,10 @@ def write_env_file(path: Path, env: dict[str, str]) -> None:
 
 def probe_manager(settings: Settings, directory: Path) -> ScratchpadManager:
     """Pads working in ``directory`` (their home inside it) that get no credentials at all
-    and, sandboxed, cannot reach the rest of the server's home (which holds ``directory``)."""
+    and, sandboxed, cannot reach the rest of the server's home (which holds ``directory``);
+    thrown away after one probe, so they neither checkpoint nor sleep."""
     probe_settings = settings.with_home(directory / ".scratchpad").model_copy(
-        update={"backend": "local"}
+        update={"backend": "local", "checkpoint_pad_mb": 0, "sleep_after_s": 0}
     )
     factory = local_factory(probe_settings, directory, secrets=None, guarded=(settings.home,))
     return ScratchpadManager(settings=probe_settings, runtime_factory=factory)
