@@ -90,3 +90,22 @@ def update_state(root: Path, **changes: Any) -> PadState:
     state = replace(read_state(root), **changes)
     write_state(root, state)
     return state
+
+
+REVERTED_KEPT = 1000  # numbers of reverted cells remembered
+
+
+def reverted(root: Path) -> list[int]:
+    """The numbers of the cells whose effect on the namespace was undone (``revert``),
+    oldest first: a record for views of the history (blocking I/O)."""
+    found = read_raw(root).get("reverted")
+    if not isinstance(found, list):
+        return []
+    return [n for n in found if isinstance(n, int) and not isinstance(n, bool) and n > 0]
+
+
+def set_reverted(root: Path, numbers: list[int]) -> None:
+    """Replace the list of reverted cells (blocking I/O; the other fields kept)."""
+    raw = read_raw(root)
+    raw["reverted"] = numbers[-REVERTED_KEPT:]
+    atomic_write_text(root / STATE_FILE, json.dumps(raw, sort_keys=True), mode=PRIVATE_FILE_MODE)
