@@ -79,6 +79,10 @@ async def test_revert_again_goes_one_more_step_back_then_says_it_cannot(
     await saved(pad, cell.number)
     assert await pad.revert() == 1
     assert await run(pad, "n") == "[1]"
+    await pad.reset()  # forgets everything, the record of reverts too
+    assert reverted(pad.root) == []
+    with pytest.raises(InvalidInputError, match="nothing to revert: the pad has no checkpoint"):
+        await pad.revert()
 
 
 async def test_nothing_to_revert_says_why(manager: ScratchpadManager) -> None:

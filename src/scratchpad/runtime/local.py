@@ -167,6 +167,7 @@ class LocalRuntime(ScratchpadRuntime):
             self._history.clear()
             AcceptLog(self.root).clear()
             await asyncio.to_thread(checkpoint.delete, self.root)
+            await asyncio.to_thread(set_reverted, self.root, [])  # the cells it named are gone
             self._flow.last_number = 0  # the history is gone: numbers start again at 1
             self._slot.clear()
             await self._slot.ensure()
