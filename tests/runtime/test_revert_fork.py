@@ -18,7 +18,7 @@ from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager, pad_root
 from scratchpad.runtime.padstate import read_state, reverted
 from scratchpad.vault.store import Vault
-from tests.runtime.test_checkpoint import saved
+from tests.runtime.test_checkpoint import kill, saved
 
 DEADLINE_S = 20.0
 
@@ -187,3 +187,35 @@ async def test_fork_refuses_an_existing_or_bad_target(manager: ScratchpadManager
     with pytest.raises(PadNotFoundError):
         await manager.fork("nope", "three")
     assert not pad_root(manager.settings, "three").exists()
+
+
+async def test_a_full_sweep_after_a_restart_is_labelled_with_the_last_cell(
+    manager: ScratchpadManager, scratch: Path
+) -> None:
+    """A sweep (before sleep, a fork) says "after cell N" of the last cell, also in a kernel
+    that restored the pad (it counts its own cells from 0): revert steps back from there."""
+    pad = await local(manager, "sweep")
+    for value in range(3):
+        await run(pad, f"v{value} = [{value}]")
+    await saved(pad, 3)
+    await kill(pad)
+    go, done = scratch / "go", scratch / "done"
+    cell = await pad.execute(  # the thread changes box once the cell's checkpoint is taken
+        "import os, threading, time\nbox = []\n"
+        "def later():\n"
+        f"    while not os.path.exists({str(go)!r}):\n        time.sleep(0.01)\n"
+        f"    box.append(1)\n    open({str(done)!r}, 'w').close()\n"
+        "threading.Thread(target=later).start()"
+    )
+    assert cell.number == 4 and "restored the variables saved after cell 3" in cell.logs
+    await saved(pad, cell.number)
+    go.touch()
+    deadline = asyncio.get_running_loop().time() + DEADLINE_S
+    while not done.exists():
+        assert asyncio.get_running_loop().time() < deadline, "the thread never ran"
+        await asyncio.sleep(0.01)
+    async with pad._lock:
+        await pad._slot.checkpoint_all()
+    assert (checkpoint.directory(pad.root) / "HEAD").read_text() == "4"
+    assert await pad.revert() == 3
+    assert await run(pad, "('box' in dir(), v2)") == "(False, [2])"
