@@ -219,3 +219,37 @@ async def test_a_full_sweep_after_a_restart_is_labelled_with_the_last_cell(
     assert (checkpoint.directory(pad.root) / "HEAD").read_text() == "4"
     assert await pad.revert() == 3
     assert await run(pad, "('box' in dir(), v2)") == "(False, [2])"
+
+
+async def test_fork_waits_for_the_running_cell_and_copies_what_it_left(
+    manager: ScratchpadManager, scratch: Path
+) -> None:
+    source = await local(manager, "slow")
+    started, go = scratch / "started", scratch / "go"
+    code = (
+        f"import os, time\nopen({str(started)!r}, 'w').close()\n"
+        f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.01)\nlate = [1]"
+    )
+    running = asyncio.create_task(source.execute(code))
+    deadline = asyncio.get_running_loop().time() + DEADLINE_S
+    while not started.exists():
+        assert asyncio.get_running_loop().time() < deadline, "the cell never started"
+        await asyncio.sleep(0.01)
+    forking = asyncio.create_task(manager.fork("slow", "slow-2"))
+    while not source._lock._waiters:  # the fork waits its turn
+        assert asyncio.get_running_loop().time() < deadline, "the fork never waited"
+        await asyncio.sleep(0.01)
+    assert not forking.done() and not pad_root(manager.settings, "slow-2").exists()
+    go.touch()
+    assert (await running).status == "ok"
+    assert (await forking).status == "asleep"
+    assert await run(await local(manager, "slow-2"), "late") == "[1]"
+
+
+async def test_fork_of_a_pad_that_is_not_running(workspace: Path, settings: Settings) -> None:
+    async with ScratchpadManager(workspace=workspace, settings=settings) as first:
+        await run(await local(first, "resting"), "kept = {'v': 1}")
+    async with ScratchpadManager(workspace=workspace, settings=settings) as second:
+        info = await second.fork("resting", "woken")
+        assert info.status == "asleep" and second.names() == []  # neither pad was started
+        assert await run(await local(second, "woken"), "kept") == "{'v': 1}"
