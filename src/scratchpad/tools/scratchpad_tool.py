@@ -197,8 +197,8 @@ async def _revert_or_fork(manager: ScratchpadManager, name: str, action: str, to
     info = await manager.fork(name, to)
     return (
         f"Pad {name!r} forked into {info.name!r} ({info.cells} cells, asleep): its packages, "
-        f"variables and cells were copied; its first cell restores the variables. {name!r} "
-        "is unchanged."
+        "cells and saved variables were copied; its first cell restores them (its logs say "
+        f"which). {name!r} is unchanged."
     )
 
 
