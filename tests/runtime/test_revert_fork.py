@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from scratchpad.config import Settings
-from scratchpad.errors import InvalidInputError, PadBusyError, PadNotFoundError
+from scratchpad.errors import InstallError, InvalidInputError, PadBusyError, PadNotFoundError
 from scratchpad.runtime import checkpoint
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager, pad_root
@@ -253,3 +253,17 @@ async def test_fork_of_a_pad_that_is_not_running(workspace: Path, settings: Sett
         info = await second.fork("resting", "woken")
         assert info.status == "asleep" and second.names() == []  # neither pad was started
         assert await run(await local(second, "woken"), "kept") == "{'v': 1}"
+
+
+async def test_a_fork_whose_packages_cannot_be_installed_leaves_no_pad(
+    manager: ScratchpadManager, tmp_path: Path
+) -> None:
+    pad = await local(manager, "pkgs")
+    await run(pad, "a = 1")
+    missing = tmp_path / "gone-1.0-py3-none-any.whl"
+    (pad.root / "requirements.txt").write_text(f"{missing}\n")  # a wheel deleted since
+    with pytest.raises(InstallError, match="pad 'pkgs-2' was not made: installing the packages"):
+        await manager.fork("pkgs", "pkgs-2")
+    assert not pad_root(manager.settings, "pkgs-2").exists()
+    assert "pkgs-2" not in [info.name for info in await manager.list_pads()]
+    assert await run(pad, "a") == "1"

@@ -18,7 +18,13 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
 from scratchpad.config import Settings
-from scratchpad.errors import InvalidInputError, PadBusyError, PadClosedError, PadError
+from scratchpad.errors import (
+    InstallError,
+    InvalidInputError,
+    PadBusyError,
+    PadClosedError,
+    PadError,
+)
 from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
 from scratchpad.runtime import checkpoint, padfork, venv, workdir
@@ -278,6 +284,14 @@ class LocalRuntime(ScratchpadRuntime):
                 await asyncio.to_thread(padfork.copy_files, self.root, target.root, target.name)
         try:
             await target._build_forked()
+        except InstallError as exc:
+            await target._remove_files()
+            raise InstallError(
+                f"pad {target.name!r} was not made: installing the packages of {self.name!r} "
+                f"into it failed ({exc})",
+                exit_code=exc.exit_code,
+                output=exc.output,
+            ) from None
         except BaseException:
             await target._remove_files()
             raise
