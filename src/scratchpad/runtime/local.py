@@ -259,8 +259,7 @@ class LocalRuntime(ScratchpadRuntime):
             await self._slot.stop()
             await asyncio.to_thread(lambda: set_reverted(self.root, [*reverted(self.root), undone]))
             how = f"was restarted to revert cell {undone}: namespace reverted to after cell {back}"
-            await self._slot.ensure(how=how)
-        self.watch.status(self)
+            await self._slot.ensure(how=how)  # its start tells the pad's watchers
         return back
 
     def _refuse_busy(self) -> None:

@@ -485,7 +485,8 @@ class ScratchpadManager:
             await self._stop(name, pad.close(reason=reason))
 
     async def _stop(self, name: str, stopping: Coroutine[Any, Any, None]) -> None:
-        """Run a close/cleanup that a concurrent get_or_create of the same name waits for."""
+        """Run a close/cleanup (or a fork into ``name``) that a concurrent get_or_create of
+        the same name waits for."""
         task = asyncio.ensure_future(stopping)
         self._stopping[name] = task
         try:

@@ -1,7 +1,7 @@
 """A pad's ``state.json`` (in its directory, written by the server only, 0600): what must
 outlive the server process: the generation of its latest kernel (one more at every kernel
 start, so a stream of a kernel never continues into its successor), since when it is
-asleep, and when it was last used.
+asleep, when it was last used, and (``reverted``) the cells whose effect a revert undid.
 
 The file is read as untrusted data (size-capped, never through a symbolic link, every field
 checked): a missing or damaged file reads as a pad that never ran, and its unknown fields

@@ -595,6 +595,7 @@ class Checkpointer:
             self._collect(root, blob_dir, manifests)
         except Exception as exc:  # ENOSPC, a removed directory...: told with the next cell
             self.late.append(f"checkpoint after cell {number} was not written: {exc}")
+            self.last_body = ""  # the next checkpoint is written even if it says the same
 
     def _collect(self, root: str, blob_dir: str, manifests: str) -> None:
         """Keep the current manifest and ``keep`` before it; unlink blobs none of them use."""
