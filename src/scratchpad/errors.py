@@ -31,6 +31,7 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   ├── SandboxError         the pad cannot be sandboxed and SCRATCHPAD_SANDBOX=require
     │   ├── PadLimitError        the pad is over one of its limits (its files past its disk)
     │   ├── CellAcceptingError   a cell of that id is still being accepted: retry (409)
+    │   ├── PadBusyError         a cell runs or waits: what was asked needs the pad idle (409)
     │   └── InstallError         installing packages into the pad failed or timed out
     ├── VaultError               the vault cannot do what was asked (key, file, record)
     │   ├── VaultNotFoundError   no connection with that engine and name
@@ -197,6 +198,10 @@ class CellAcceptingError(PadError):
     in a moment; it answers the cell then."""
 
 
+class PadBusyError(PadError):
+    """A cell of the pad runs or waits, and what was asked (a revert) needs it idle."""
+
+
 class VaultError(ScratchpadError):
     """The vault cannot do what was asked (no key, unwritable directory, bad input)."""
 
@@ -290,6 +295,7 @@ HTTP_STATUS: dict[type[ScratchpadError], int] = {
     PadClosedError: 409,
     PadLimitError: 507,
     CellAcceptingError: 409,
+    PadBusyError: 409,
     AgentLockedError: 409,
     DiskFullError: 507,
     KernelStartError: 503,

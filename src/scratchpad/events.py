@@ -343,6 +343,13 @@ class PadRequest(BaseModel):
     name: PadName
 
 
+class ForkRequest(BaseModel):
+    """``POST /v1/pads/{name}/fork``: the new pad's name (it must not exist)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    to: PadName
+
+
 class LimitsRequest(BaseModel):
     """A pad's own limits (our extension; see the README's trust model): each replaces the
     server's default; 0 means none of that kind."""

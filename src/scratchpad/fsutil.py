@@ -289,3 +289,27 @@ def _restrict(info: os.stat_result, chmod: Callable[[int], None]) -> None:
     mode = stat.S_IMODE(info.st_mode)
     if mode & 0o077 and info.st_uid == os.getuid():
         chmod(mode & 0o700)
+
+
+def copy_private(source: Path, target: Path) -> bool:
+    """Copy the regular file ``source`` to the new file ``target`` (0600, whatever the
+    umask), never through a symbolic link at either end (a pad's own directory: what it left
+    there must not make the server copy a file of its choosing). False when ``source`` is
+    missing or not a regular file."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(source, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False
+        raise
+    with open(fd, "rb") as reader:
+        if not stat.S_ISREG(os.fstat(reader.fileno()).st_mode):
+            return False
+        made = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with open(made, "wb") as writer:
+            while chunk := reader.read(1 << 20):
+                writer.write(chunk)
+    return True

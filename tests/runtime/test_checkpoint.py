@@ -255,11 +255,21 @@ async def test_a_value_whose_load_kills_the_kernel_is_set_aside(pad: LocalRuntim
     await saved(pad, again.number)
 
 
-async def test_the_server_side_asks_for_a_full_sweep(pad: LocalRuntime) -> None:
-    cell = await pad.execute(
-        "import threading\nbox = []\nthreading.Thread(target=box.append, args=(1,)).start()"
+async def test_the_server_side_asks_for_a_full_sweep(pad: LocalRuntime, scratch: Path) -> None:
+    go, done = scratch / "go", scratch / "done"
+    cell = await pad.execute(  # the thread changes box once the cell's checkpoint is taken
+        "import os, threading, time\nbox = []\n"
+        "def later():\n"
+        f"    while not os.path.exists({str(go)!r}):\n        time.sleep(0.01)\n"
+        f"    box.append(1)\n    open({str(done)!r}, 'w').close()\n"
+        "threading.Thread(target=later).start()"
     )
     await saved(pad, cell.number)
+    go.touch()
+    deadline = asyncio.get_running_loop().time() + DEADLINE_S
+    while not done.exists():
+        assert asyncio.get_running_loop().time() < deadline, "the thread never ran"
+        await asyncio.sleep(0.01)
     kernel = pad.kernel
     assert kernel is not None
     async with pad._lock:

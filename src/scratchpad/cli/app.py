@@ -417,6 +417,25 @@ def reset(pad: PadArg) -> None:
 
 
 @app.command(cls=Command)
+def revert(pad: PadArg) -> None:
+    """Put a pad's variables back as they were before its last cell that changed them (the
+    cell stays in its history); again, one more step back."""
+    back = on_server(pad, lambda runtime: runtime.revert())
+    print_text(f"reverted pad {pad}: its variables are as they were after cell {back}")
+
+
+@app.command(cls=Command)
+def fork(
+    source: Annotated[str, typer.Argument(help="The pad to copy.")],
+    target: Annotated[str, typer.Argument(help="The new pad's name (it must not exist).")],
+) -> None:
+    """Copy a pad into a new one: its packages, variables and cells (not its vault grants);
+    the new pad starts asleep, the source is left as it was."""
+    info = run(lambda manager: manager.fork(source, target))
+    print_text(f"forked pad {source} into {info.name} ({info.cells} cells, {info.status})")
+
+
+@app.command(cls=Command)
 def cancel(
     pad: PadArg,
     id_: Annotated[

@@ -101,6 +101,24 @@ class ScratchpadRuntime(ABC):
         went to sleep (backends that do not sleep: never)."""
         return False
 
+    async def revert(self) -> int:
+        """Put the namespace back as it was before the last cell that changed it (from its
+        checkpoints); that cell stays in the history. The number of the cell whose variables
+        are current now. PadBusyError while a cell runs or waits; InvalidInputError when
+        nothing can be reverted."""
+        raise PadError(
+            f"pad {self.name!r}: its backend ({type(self).__name__}) cannot revert; use a "
+            "local pad, or a server that has POST /scratchpad/revert"
+        )
+
+    async def fork_into(self, target: ScratchpadRuntime) -> None:
+        """Make ``target`` (a new pad of the same backend, not started) a copy of this one:
+        its packages, variables and cells (see ScratchpadManager.fork)."""
+        raise PadError(
+            f"pad {self.name!r}: its backend ({type(self).__name__}) cannot fork pads; use a "
+            "local pad, or POST /v1/pads/{name}/fork on its server"
+        )
+
     @abstractmethod
     async def cleanup(self) -> None:
         """Stop the process and delete the environment and everything of the pad."""

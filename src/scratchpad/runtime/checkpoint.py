@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import shutil
+import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -21,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from scratchpad.config import Settings
-from scratchpad.fsutil import private_dir
+from scratchpad.errors import InvalidInputError
+from scratchpad.fsutil import (
+    NO_SPACE,
+    PRIVATE_FILE_MODE,
+    atomic_write_text,
+    copy_private,
+    private_dir,
+)
 from scratchpad.runtime import sandboxing
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.scrub import Scrubber, scrubber
@@ -151,6 +159,84 @@ def read_manifest(root: Path) -> dict[str, Any] | None:
     return manifest if isinstance(manifest, dict) else None
 
 
+def _head(base: Path) -> int | None:
+    try:
+        head = (base / "HEAD").read_bytes()[:32].strip()
+    except OSError:
+        return None
+    return int(head) if head.isdigit() else None
+
+
+def _manifest_numbers(base: Path) -> list[int]:
+    try:
+        names = [entry.name for entry in (base / "manifests").iterdir()]
+    except OSError:
+        return []
+    return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
+
+
+def step_back(root: Path) -> tuple[int, int]:
+    """Make the manifest before the current one current (a revert; the kernel is stopped):
+    ``HEAD`` moved back, the manifests after it deleted (a later revert steps further back,
+    never forward). Only files move: nothing is unpickled. (the cell undone, the cell whose
+    variables are current now); InvalidInputError when no earlier manifest is kept."""
+    base = directory(root)
+    head = _head(base)
+    if head is None:
+        raise InvalidInputError(
+            "nothing to revert: the pad has no checkpoint (no cell changed its variables since "
+            "it was made or reset, or its checkpoint was set aside); run cells first"
+        )
+    earlier = [number for number in _manifest_numbers(base) if number < head]
+    if not earlier:
+        raise InvalidInputError(
+            f"nothing to revert: the variables as they were before cell {head} are not kept "
+            "(only the last few checkpoints are, SCRATCHPAD_CHECKPOINT_KEEP; the pad's first "
+            "checkpoint has none before it); re-run the cells you need, or reset the pad"
+        )
+    back = earlier[-1]
+    atomic_write_text(base / "HEAD", str(back), mode=PRIVATE_FILE_MODE)
+    for number in _manifest_numbers(base):
+        if number > back:
+            (base / "manifests" / f"{number}.json").unlink(missing_ok=True)
+    return head, back
+
+
+def copy(source_root: Path, target_root: Path) -> None:
+    """Copy a pad's checkpoint into another pad's directory (a fork; blocking I/O): blobs
+    hard-linked where the disk allows (content-addressed, replaced never rewritten, and a
+    kernel loads one only when its bytes hash to its name: a pad that wrote into a shared
+    one loses that value in both, runs nothing in the other), the rest copied, 0600/0700.
+    Opaque bytes: nothing is unpickled."""
+    source = directory(source_root)
+    if not (source / "HEAD").is_file():
+        return
+    target = private_dir(directory(target_root))
+    for sub in ("blobs", "manifests"):
+        private_dir(target / sub)
+        for entry in sorted((source / sub).iterdir()) if (source / sub).is_dir() else []:
+            if not entry.name.startswith("."):  # a file being written
+                _link_or_copy(entry, target / sub / entry.name, link=sub == "blobs")
+    for name in ("FORMAT", "HEAD"):
+        copy_private(source / name, target / name)
+
+
+def _link_or_copy(source: Path, target: Path, *, link: bool) -> None:
+    """A regular file only (the pad writes its checkpoint: a symbolic link it left there
+    must not make the server copy a file of its own choosing)."""
+    if link:
+        try:
+            os.link(source, target, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno in NO_SPACE:
+                raise
+        else:
+            if stat.S_ISREG(target.lstat().st_mode):
+                return
+            target.unlink()
+    copy_private(source, target)
+
+
 @dataclass
 class Restored:
     """How a restore went: ``died``/``timed_out`` mean the kernel is not usable as it is."""
@@ -217,6 +303,17 @@ async def checkpoint_all(
         return {"error": f"the kernel {'died' if trouble == 'died' else 'did not answer'}"}
     ckpt = answer.get("ckpt")
     return ckpt if isinstance(ckpt, dict) else {}
+
+
+async def flush(
+    kernel: KernelProcess, timeout: float, on_other: Callable[[str, object], None]
+) -> str:
+    """Wait until an idle kernel's checkpoints are on disk (a cell's is written after its
+    answer): before the server reads them. '' when done, else what went wrong."""
+    answer, trouble = await _ask(kernel, {"type": "flush"}, "flushed", timeout, on_other)
+    if answer is None:
+        return f"the kernel {'died' if trouble == 'died' else 'did not answer'}"
+    return ""
 
 
 def failure_lines(ckpt: object) -> list[str]:

@@ -47,7 +47,7 @@ CATCH_UP_ROUNDS = 4  # reads of the control pipe per frame while output keeps co
 ORDERED_AFTER_OUTPUT = frozenset({"done", "progress", "log", "display", "result"})
 CELL_FRAMES = frozenset({"started", *ORDERED_AFTER_OUTPUT})  # carry the id of their cell
 REPLIES = frozenset(
-    {"ack", "installed", "restored", "checkpointed"}
+    {"ack", "installed", "restored", "checkpointed", "flushed"}
 )  # carry the id of their request
 PASSED = "passed_after"  # in a placed frame: bytes per stream written after it, passed on before
 

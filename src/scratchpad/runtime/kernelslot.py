@@ -164,10 +164,10 @@ class KernelSlot:
 
     async def sleep(self, now: float, last_activity: float | None) -> None:
         """Put the pad to sleep (the caller holds its turn; no cell runs or waits): the
-        kernel's state saved (:meth:`_checkpoint_all`), the kernel stopped, the pad marked
+        kernel's state saved (:meth:`checkpoint_all`), the kernel stopped, the pad marked
         asleep since ``now`` in ``state.json``; its next start wakes it."""
         pad = self._pad
-        await self._checkpoint_all()
+        await self.checkpoint_all()
         await self.stop()
         state = self._state
         if state is None:
@@ -178,16 +178,26 @@ class KernelSlot:
         except OSError as exc:
             log.warning("pad %r: could not write its state (asleep): %s", pad.name, exc)
 
-    async def _checkpoint_all(self) -> None:
-        """Before the kernel stops for sleep: every variable checked again (a full sweep), so
-        the next start brings back what the kernel holds now; a sweep that fails is logged
-        (the checkpoint of the last cell stays)."""
+    async def checkpoint_all(self) -> None:
+        """Before the kernel stops for sleep, or its pad is forked: every variable checked
+        again (a full sweep), so the next start brings back what the kernel holds now; a
+        sweep that fails is logged (the checkpoint of the last cell stays)."""
         kernel = self.kernel
         if kernel is None or not kernel.alive or not self._pad.settings.checkpoint_pad_mb:
             return
         outcome = await checkpoint.checkpoint_all(kernel, REQUEST_TIMEOUT_S, self.note_late)
         if outcome.get("error"):
-            log.warning("pad %r: checkpoint before sleep: %s", self._pad.name, outcome["error"])
+            log.warning("pad %r: full checkpoint: %s", self._pad.name, outcome["error"])
+
+    async def flush_checkpoints(self) -> None:
+        """Until the running kernel's checkpoints are on disk (none runs: nothing to wait
+        for); PadError when the kernel does not say so."""
+        kernel = self.kernel
+        if kernel is None or not kernel.alive or not self._pad.settings.checkpoint_pad_mb:
+            return
+        trouble = await checkpoint.flush(kernel, REQUEST_TIMEOUT_S, self.note_late)
+        if trouble:
+            raise PadError(f"pad {self._pad.name!r}: {trouble} while saving its variables")
 
     async def _rebuild_venv(self, why: str) -> None:
         pad = self._pad

@@ -18,10 +18,16 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
 from scratchpad.config import Settings
-from scratchpad.errors import PadClosedError
+from scratchpad.errors import (
+    InstallError,
+    InvalidInputError,
+    PadBusyError,
+    PadClosedError,
+    PadError,
+)
 from scratchpad.fsutil import disk_full_in
 from scratchpad.llm.adapters import key_variable, pad_llm_environment
-from scratchpad.runtime import checkpoint, venv, workdir
+from scratchpad.runtime import checkpoint, padfork, venv, workdir
 from scratchpad.runtime.accepts import AcceptLog
 from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime
 from scratchpad.runtime.cell import Cell, StreamItem
@@ -32,6 +38,7 @@ from scratchpad.runtime.kernel import WORKER_PATH, KernelProcess
 from scratchpad.runtime.kernelslot import KernelSlot
 from scratchpad.runtime.launcher import Launcher, SecretEnv
 from scratchpad.runtime.limits import LimitGuard, PadLimits, disk_meter
+from scratchpad.runtime.padstate import reverted, set_reverted
 from scratchpad.runtime.watch import PadWatch
 from scratchpad.scrub import register
 
@@ -166,6 +173,7 @@ class LocalRuntime(ScratchpadRuntime):
             self._history.clear()
             AcceptLog(self.root).clear()
             await asyncio.to_thread(checkpoint.delete, self.root)
+            await asyncio.to_thread(set_reverted, self.root, [])  # the cells it named are gone
             self._flow.last_number = 0  # the history is gone: numbers start again at 1
             self._slot.clear()
             await self._slot.ensure()
@@ -183,9 +191,7 @@ class LocalRuntime(ScratchpadRuntime):
     async def cleanup(self) -> None:
         await self.close(reason="the pad was removed")
         self._destroyed = True
-        if self.own_cwd:  # first: a removal stopped half-way leaves a pad, not its files
-            await workdir.remove(self.cwd)
-        await venv.remove(self.root)
+        await self._remove_files()  # the workdir first: a removal stopped half-way leaves a pad
         self.watch.status(self, "removed")
 
     async def cancel(self, cell_id: str | None = None) -> bool:
@@ -231,6 +237,79 @@ class LocalRuntime(ScratchpadRuntime):
             self._lock.release()
         self.watch.status(self, "asleep")
         return True
+
+    async def revert(self) -> int:
+        """Put the namespace back as it was before the last cell that changed it: the
+        checkpoint's ``HEAD`` moved one manifest back (only files move, the server unpickles
+        nothing) and a new kernel restores from there; its first cell's logs say so. The
+        cell stays in the history; its number goes to ``state.json``'s ``reverted``. Again,
+        it goes one more step back while an earlier checkpoint is kept. The number of the
+        cell whose variables are current now."""
+        self._refuse_busy()
+        async with self._lock:
+            self._check_open()
+            self._refuse_busy()
+            if not self.settings.checkpoint_pad_mb:
+                raise InvalidInputError(
+                    f"nothing to revert: pad {self.name!r} keeps no checkpoints "
+                    "(SCRATCHPAD_CHECKPOINT_PAD_MB=0); set it above 0 to be able to revert"
+                )
+            await self._slot.flush_checkpoints()  # the last cell's checkpoint is on disk
+            undone, back = await asyncio.to_thread(checkpoint.step_back, self.root)
+            await self._slot.stop()
+            await asyncio.to_thread(lambda: set_reverted(self.root, [*reverted(self.root), undone]))
+            how = f"was restarted to revert cell {undone}: namespace reverted to after cell {back}"
+            await self._slot.ensure(how=how)  # its start tells the pad's watchers
+        return back
+
+    def _refuse_busy(self) -> None:
+        if self.busy or self.queued or self._flow.background:
+            raise PadBusyError(
+                f"pad {self.name!r} is running or waiting to run a cell; revert once it is "
+                "idle (wait for the cell, or cancel it)"
+            )
+
+    async def fork_into(self, target: ScratchpadRuntime) -> None:
+        """Make ``target`` (a new local pad, not started) a copy of this one: a full
+        checkpoint first when a kernel runs (in its turn: never during a cell), then the
+        files copied (requirements, history, checkpoint: see padfork.py) and ``target``'s
+        venv built from the requirements. Nothing of this pad changes; ``target`` is asleep
+        (its first cell restores the variables). A failure leaves no ``target``."""
+        if not isinstance(target, LocalRuntime):
+            raise PadError(f"pad {self.name!r} is local: it can only be forked into a local pad")
+        async with self._lock:
+            await self._slot.checkpoint_all()
+            with disk_full_in(self.settings.home):
+                await asyncio.to_thread(padfork.copy_files, self.root, target.root, target.name)
+        try:
+            await target._build_forked()
+        except InstallError as exc:
+            await target._remove_files()
+            raise InstallError(
+                f"pad {target.name!r} was not made: installing the packages of {self.name!r} "
+                f"into it failed ({exc})",
+                exit_code=exc.exit_code,
+                output=exc.output,
+            ) from None
+        except BaseException:
+            await target._remove_files()
+            raise
+
+    async def _remove_files(self) -> None:
+        if self.own_cwd:
+            await workdir.remove(self.cwd)
+        await venv.remove(self.root)
+
+    async def _build_forked(self) -> None:
+        """A forked pad's venv, from the requirements copied into it (an InstallError says
+        which failed)."""
+        async with self._lock:
+            await asyncio.to_thread(self.ensure_cwd)
+            with disk_full_in(self.settings.home):
+                await venv.create(self.root, self.name)
+            await self._launcher.install(None)
+            with disk_full_in(self.settings.home):
+                await asyncio.to_thread(venv.mark_verified, self.root)
 
     async def configure_llm(self, llm: PadLLM) -> None:
         """Remember the pad's model settings; a running kernel gets them at once."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scratchpad.config import Settings
-from scratchpad.errors import InvalidPadNameError, PadError, PadNotFoundError
+from scratchpad.errors import InvalidInputError, InvalidPadNameError, PadError, PadNotFoundError
 from scratchpad.padnames import dir_in, dir_name, is_pad_dir_name, validate_pad_name
 from scratchpad.runtime import venv, workdir
 from scratchpad.runtime.base import CLOSED, RuntimeFactory, ScratchpadRuntime
@@ -440,6 +440,43 @@ class ScratchpadManager:
             pad = self._build(name)
         await self._stop(name, pad.cleanup())
 
+    async def revert(self, name: str) -> int:
+        """Put pad ``name``'s namespace back as it was before its last cell that changed it
+        (see ScratchpadRuntime.revert); the pad is started (woken) for it. The number of the
+        cell whose variables are current now."""
+        name = validate_pad_name(name)
+        if not await self.has_pad(name):
+            raise PadNotFoundError(f"no pad named {name!r}; there is nothing to revert")
+        return await (await self.get_or_create(name)).revert()
+
+    async def fork(self, source: str, target: str) -> PadInfo:
+        """Make pad ``target`` a copy of pad ``source``: its packages (the venv built from
+        its requirements), its variables (its checkpoint, taken afresh when its kernel runs:
+        in its turn, never during a cell) and its cells (ids and numbers go on). ``source``
+        is left as it was; ``target`` starts asleep (its first cell restores the variables).
+        The vault's grants are not copied: a fork is a new pad for the vault. Refuses a
+        ``target`` that exists. ``target``'s line of :meth:`list_pads`."""
+        source, target = validate_pad_name(source), validate_pad_name(target)
+        if source == target:
+            raise InvalidInputError(f"cannot fork pad {source!r} into itself; name a new pad")
+        refuse_secret_name(target)
+        server = self._server()
+        if server is not None:
+            return await server.fork(source, target)
+        if not self.exists(source):
+            raise PadNotFoundError(f"no pad named {source!r}; there is nothing to fork")
+        if self.exists(target) or target in self._stopping:
+            raise InvalidInputError(
+                f"pad {target!r} exists already; pick another name for the fork, or remove it"
+            )
+        starting = self._starting.get(source)
+        if starting is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(starting)
+        pad = self._pads.get(source) or self._asleep.get(source) or self._build(source)
+        await self._stop(target, pad.fork_into(self._build(target)))  # target's users wait
+        return await self.pad_info(target)
+
     async def close(self, name: str, *, reason: str = CLOSED) -> None:
         """Stop one pad's kernel; its environment stays for the next get_or_create."""
         pad = self._pads.pop(validate_pad_name(name), None)
@@ -448,7 +485,8 @@ class ScratchpadManager:
             await self._stop(name, pad.close(reason=reason))
 
     async def _stop(self, name: str, stopping: Coroutine[Any, Any, None]) -> None:
-        """Run a close/cleanup that a concurrent get_or_create of the same name waits for."""
+        """Run a close/cleanup (or a fork into ``name``) that a concurrent get_or_create of
+        the same name waits for."""
         task = asyncio.ensure_future(stopping)
         self._stopping[name] = task
         try:

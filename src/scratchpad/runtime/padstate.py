@@ -1,7 +1,7 @@
 """A pad's ``state.json`` (in its directory, written by the server only, 0600): what must
 outlive the server process: the generation of its latest kernel (one more at every kernel
 start, so a stream of a kernel never continues into its successor), since when it is
-asleep, and when it was last used.
+asleep, when it was last used, and (``reverted``) the cells whose effect a revert undid.
 
 The file is read as untrusted data (size-capped, never through a symbolic link, every field
 checked): a missing or damaged file reads as a pad that never ran, and its unknown fields
@@ -90,3 +90,22 @@ def update_state(root: Path, **changes: Any) -> PadState:
     state = replace(read_state(root), **changes)
     write_state(root, state)
     return state
+
+
+REVERTED_KEPT = 1000  # numbers of reverted cells remembered
+
+
+def reverted(root: Path) -> list[int]:
+    """The numbers of the cells whose effect on the namespace was undone (``revert``),
+    oldest first: a record for views of the history (blocking I/O)."""
+    found = read_raw(root).get("reverted")
+    if not isinstance(found, list):
+        return []
+    return [n for n in found if isinstance(n, int) and not isinstance(n, bool) and n > 0]
+
+
+def set_reverted(root: Path, numbers: list[int]) -> None:
+    """Replace the list of reverted cells (blocking I/O; the other fields kept)."""
+    raw = read_raw(root)
+    raw["reverted"] = numbers[-REVERTED_KEPT:]
+    atomic_write_text(root / STATE_FILE, json.dumps(raw, sort_keys=True), mode=PRIVATE_FILE_MODE)

@@ -145,6 +145,13 @@ class RemoteRuntime(ScratchpadRuntime):
             raise PadNotFoundError(f"no pad named {self.name!r}; there is nothing to reset")
         self.cells = []
 
+    async def revert(self) -> int:
+        answer = await self._post("/scratchpad/revert", {"name": self.name})
+        if answer.get("reverted") is False:  # the server had no such pad (it answers 200)
+            raise PadNotFoundError(f"no pad named {self.name!r}; there is nothing to revert")
+        back = answer.get("after_cell")
+        return back if isinstance(back, int) else 0
+
     async def close(self, *, reason: str = CLOSED) -> None:
         self._closed = True
         await self._post("/scratchpad/close", {"name": self.name})
@@ -477,6 +484,12 @@ class RemoteServer:
         """Pad ``name`` as the server lists it; PadNotFoundError when it has none."""
         return pad_info(await self._get(f"/v1/pads/{url_component(name)}/info"))
 
+    async def fork(self, source: str, target: str) -> PadInfo:
+        """Fork pad ``source`` into a new pad ``target`` there (see ScratchpadManager.fork);
+        the new pad's line. It may build a venv: no read timeout."""
+        path = f"/v1/pads/{url_component(source)}/fork"
+        return pad_info(await self._send("POST", path, json={"to": target}, read=None))
+
     async def has(self, name: str) -> bool:
         try:
             await self.pad_info(name)
@@ -485,11 +498,16 @@ class RemoteServer:
         return True
 
     async def _get(self, path: str) -> dict[str, Any]:
-        timeout = httpx.Timeout(CONNECT_TIMEOUT_S)
+        return await self._send("GET", path)
+
+    async def _send(
+        self, method: str, path: str, *, read: float | None = CONNECT_TIMEOUT_S, **kwargs: Any
+    ) -> dict[str, Any]:
+        timeout = httpx.Timeout(CONNECT_TIMEOUT_S, read=read)
         async with httpx.AsyncClient(
             base_url=self.url, headers=self._headers, timeout=timeout
         ) as client:
-            return await _request(client, "GET", path)
+            return await _request(client, method, path, **kwargs)
 
 
 def pad_info(answer: dict[str, Any]) -> PadInfo:

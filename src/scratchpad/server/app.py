@@ -40,6 +40,7 @@ from scratchpad.events import (
     CancelRequest,
     ExecuteFrame,
     ExecuteRequest,
+    ForkRequest,
     InstallRequest,
     PadRequest,
     StartRequest,
@@ -77,6 +78,7 @@ from scratchpad.server.schemas import (
     PadList,
     PadPath,
     ResetAnswer,
+    RevertAnswer,
     ServerInfo,
 )
 from scratchpad.server.sse import EventStream
@@ -244,6 +246,15 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         await (await manager.get_or_create(body.name)).reset()
         return wire(ResetAnswer(ok=True, reset=True))
 
+    @app.post("/scratchpad/revert", **answers(RevertAnswer, 400, 409, 422, 503))
+    async def revert(body: PadRequest) -> dict[str, Any]:
+        """Put the pad's variables back as they were before its last cell that changed them
+        (our extension); a pad that is gone has nothing to revert."""
+        if not manager.exists(body.name):
+            return wire(RevertAnswer(ok=True, reverted=False, after_cell=None))
+        back = await manager.revert(body.name)
+        return wire(RevertAnswer(ok=True, reverted=True, after_cell=back))
+
     @app.post("/scratchpad/close", **answers(Ok, 400, 422))
     async def close(body: PadRequest) -> dict[str, Any]:
         await manager.close(body.name)
@@ -358,6 +369,18 @@ def _read_routes(app: FastAPI, manager: ScratchpadManager) -> None:
         return await _json(
             lambda: wire(made(PadCells, {"name": name, "cells": list(map(events.cell_of, cells))}))
         )
+
+    fork_answers = answers(
+        events.PadInfo, 400, 404, 422, 503, 507, also={201: "The new pad, asleep."}
+    )
+
+    @app.post("/v1/pads/{name}/fork", **fork_answers)
+    async def pad_fork(name: PadPath, body: ForkRequest) -> JSONResponse:
+        """A new pad `to`, a copy of this one: its packages, variables and cells (the vault's
+        grants are not copied). It starts asleep; this pad is left as it was."""
+        info = await manager.fork(segment_name(name), body.to)
+        line = wire(made(events.PadInfo, {f: getattr(info, f) for f in PAD_FIELDS}))
+        return JSONResponse(line, status_code=201)
 
     markdown_answers = _export_answers(MARKDOWN, "text/markdown")
     notebook_answers = _export_answers(Notebook, IPYNB)

@@ -65,6 +65,14 @@ class ResetAnswer(BaseModel):
     reset: bool = Field(description="False when there was no such pad (nothing was done).")
 
 
+class RevertAnswer(BaseModel):
+    ok: Literal[True]
+    reverted: bool = Field(description="False when there was no such pad (nothing was done).")
+    after_cell: int | None = Field(
+        description="The cell after which the variables are now (null: nothing was done)."
+    )
+
+
 class InstallAnswer(BaseModel):
     result: str = Field(
         description="The installer's output; 'Install failed (exit N): ...' when it failed, "

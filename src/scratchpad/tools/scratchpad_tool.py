@@ -1,7 +1,8 @@
 """The ``scratchpad`` tool: the model's persistent Python notebooks.
 
 Actions: exec (run code, installing ``packages`` first), view, dump, list, reset, remove,
-install, cancel. Observers fire around every cell here, in the tool, never in the runtime.
+install, cancel, revert (undo the last cell's effect on the variables), fork (copy a pad).
+Observers fire around every cell here, in the tool, never in the runtime.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 NAME = "scratchpad"
 TITLE = "Python scratchpad"
 ACTIONS = ["exec", "view", "dump", "list", "reset", "remove", "install", "cancel"]
+ACTIONS += ["revert", "fork"]
 NAMED_ACTIONS = [action for action in ACTIONS if action != "list"]
 # The tool as a whole: exec runs any code (the network included), reset and remove lose state.
 HINTS = ToolHints(read_only=False, destructive=True, idempotent=False, open_world=True)
@@ -46,7 +48,10 @@ ACTION_HELP = (
     "pad's variables (packages stay). "
     "remove: delete the pad, its variables and packages. install: add `packages` to the pad. "
     "cancel: stop the pad's running cell (variables kept), or the queued or running cell "
-    "`cell_id`. Read-only: view, dump, list. Destructive: reset, remove (cancel interrupts)."
+    "`cell_id`. Read-only: view, dump, list. Destructive: reset, remove (cancel interrupts). "
+    "revert: put the pad's variables back as they were before its last cell that changed "
+    "them (again: one more step back). fork: copy the pad (packages, variables, cells) into "
+    "the new pad `to`, to try two approaches side by side."
 )
 NAME_HELP = (
     f"Pad name, e.g. 'main': any non-empty text of up to {MAX_NAME_CHARS} characters without "
@@ -90,6 +95,11 @@ INPUT_SCHEMA: dict[str, Any] = {
             "type": "string",
             "description": "exec: an id for this cell (1-64 letters, digits, '_' or '-'), so "
             "another call can cancel it; cancel: the cell to cancel.",
+        },
+        "to": {
+            "type": "string",
+            "maxLength": MAX_NAME_CHARS,
+            "description": "fork: the new pad's name (it must not exist).",
         },
         "confirm_new_scratchpad": {
             "type": "boolean",
@@ -155,6 +165,8 @@ async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, A
         return await _exec(context, name, tool_input)
     if action == "cancel":
         return await _cancel(manager, name, tool_input.get("cell_id"))
+    if action in ("revert", "fork"):
+        return await _revert_or_fork(manager, name, action, tool_input.get("to"))
     if action == "remove":
         await manager.remove(name)
         return f"Pad {name!r} removed (its environment and packages are gone)."
@@ -171,6 +183,23 @@ async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, A
     packages = tool_input.get("packages") or []
     output = await pad.install_packages(packages)
     return f"Installed into {name!r}:\n{output or 'nothing to do'}"
+
+
+async def _revert_or_fork(manager: ScratchpadManager, name: str, action: str, to: object) -> str:
+    if action == "revert":
+        back = await manager.revert(name)
+        return (
+            f"Pad {name!r} reverted: its variables are as they were after cell {back} (the "
+            "cells after it stay in its history). The next cell's logs list what was restored."
+        )
+    if not isinstance(to, str) or not to:
+        raise InvalidInputError('fork needs `to`: the name of the new pad, e.g. "main-2"')
+    info = await manager.fork(name, to)
+    return (
+        f"Pad {name!r} forked into {info.name!r} ({info.cells} cells, asleep): its packages, "
+        "cells and saved variables were copied; its first cell restores them (its logs say "
+        f"which). {name!r} is unchanged."
+    )
 
 
 def _absent(name: str, action: str) -> NoReturn:

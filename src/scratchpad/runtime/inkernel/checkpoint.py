@@ -241,6 +241,8 @@ class Checkpointer:
         self.from_imports: dict[str, str] = {}
         self.cells = 0
         self.number = 0  # of the cell being checkpointed
+        self.last_cell = 0  # the number of the last cell run (or restored): a sweep's label
+        self.last_body = ""  # the last manifest written or restored, but its cell (_body)
         self.late: list[str] = []  # write failures of the last checkpoint, told next time
         self.writer: Any = None  # the writer thread's condition, from the first write
         self.pending: list[tuple[dict[str, bytes], bytes, int, int]] = []  # oldest first
@@ -306,6 +308,7 @@ class Checkpointer:
         nothing changed and nothing is to be told)."""
         began = time.perf_counter()
         self.cells += 1
+        self.last_cell = number or self.last_cell
         full = full or self.cells % self.sweep_cells == 0
         current = self.saved_names()
         removed = [name for name in self.ids if name not in current]
@@ -366,9 +369,14 @@ class Checkpointer:
             }
         blobs = self._group_blobs(current, pickled, sers, new_failures, defined)
         self._enforce_pad_cap(blobs, new_failures)
-        number = number or self.cells
+        number = number or self.last_cell or self.cells  # a sweep: after the last cell
         manifest = self.manifest(cell_id, number)
-        self._write(blobs, manifest, number)
+        body = _body(manifest)
+        if body != self.last_body:  # else the current manifest says it all: HEAD stays put
+            self.last_body = body  # (a revert then undoes the last cell that changed a value)
+            self._write(blobs, manifest, number)
+        else:
+            blobs = {}
         late, self.late = self.late, []
         outcome: dict[str, Any] = {
             "wrote": len(blobs),
@@ -587,6 +595,7 @@ class Checkpointer:
             self._collect(root, blob_dir, manifests)
         except Exception as exc:  # ENOSPC, a removed directory...: told with the next cell
             self.late.append(f"checkpoint after cell {number} was not written: {exc}")
+            self.last_body = ""  # the next checkpoint is written even if it says the same
 
     def _collect(self, root: str, blob_dir: str, manifests: str) -> None:
         """Keep the current manifest and ``keep`` before it; unlink blobs none of them use."""
@@ -640,6 +649,8 @@ class Checkpointer:
                 report.append({"name": name, "ok": False, "why": f"never saved: {why}",
                                "number": cell})  # fmt: skip
         self.last_path = list(sys.path)
+        self.last_cell = number
+        self.last_body = _body(manifest)
         return {"number": number, "vars": _bounded_report(report)}
 
     def _replay_imports(self, manifest: dict[str, Any], report: list[dict[str, Any]]) -> None:
@@ -717,6 +728,12 @@ class Checkpointer:
             cell = entries[name].get("defined_in") or {}
             why = f"{type(exc).__name__}: {exc}"
             report.append({"name": name, "ok": False, "why": why, "number": cell.get("number")})
+
+
+def _body(manifest: dict[str, Any]) -> str:
+    """What a manifest says of the variables (not which cell it follows), comparable."""
+    what = {key: value for key, value in manifest.items() if key not in ("cell_id", "number")}
+    return json.dumps(what, sort_keys=True, default=str)
 
 
 def _bounded(failures: dict[str, str]) -> dict[str, str]:

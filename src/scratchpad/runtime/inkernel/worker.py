@@ -310,9 +310,15 @@ class Kernel:
                 self.send({"type": "ack", "id": request})
             elif kind == "restore":
                 self.send({"type": "restored", "id": request, **self.restore()})
-            elif kind == "checkpoint":  # a full sweep (before sleep, fork, a graceful stop)
+            elif kind == "checkpoint":  # a full sweep (before sleep, fork, revert), on disk
                 ckpt = self.checkpoint(full=True)
+                if self.checkpointer is not None:
+                    self.checkpointer.wait()  # answered once written: the parent reads it next
                 self.send({"type": "checkpointed", "id": request, "ckpt": ckpt or {}})
+            elif kind == "flush":  # every checkpoint handed to the writer on disk (a revert)
+                if self.checkpointer is not None:
+                    self.checkpointer.wait()
+                self.send({"type": "flushed", "id": request})
             elif kind == "sync":  # the parent lost track of our frames: this one it knows
                 self.send({"type": "synced", "nonce": str(message.get("nonce", ""))})
 

@@ -43,9 +43,10 @@ class Notebook {
       download(notebook, "").catch((error) => this.say(`Could not download the notebook: ${error.message}`, true));
     };
     const ipynb = h("a", { class: "button", href: notebook, onclick: save }, "Download .ipynb");
+    const revert = h("button", { type: "button", onclick: () => this.revert() }, "Revert last cell");
     const reset = h("button", { type: "button", onclick: () => this.reset() }, "Reset");
     const remove = h("button", { type: "button", class: "danger", onclick: () => this.remove() }, "Remove");
-    this.actions = [ipynb, reset, remove];
+    this.actions = [ipynb, revert, reset, remove];
     this.header = padHeader(name, "notebook", this.actions);
     this.showInfo(null);
     root.replaceChildren(h("section", { class: "notebook" }, this.header.element, this.notice, this.empty, this.list, this.editor.element));
@@ -257,6 +258,18 @@ class Notebook {
     } catch (error) {
       this.say(`Cancel failed: ${error.message}`, true);
     }
+  }
+
+  /** Variables back to before the last cell that changed them; the cells stay on the page. */
+  async revert() {
+    if (this.closed) return;
+    let answer;
+    try {
+      answer = await sendJSON("/scratchpad/revert", { name: this.name });
+    } catch (error) {
+      return this.say(`Revert failed: ${error.message}`, true);
+    }
+    this.say(`Variables reverted: they are as they were after cell ${answer.after_cell}. The cells after it stay recorded.`);
   }
 
   async reset() {
