@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from scratchpad.cli.app import app
 from tests.process_helpers import default_sigint
-from tests.server_helpers import running_server
+from tests.server_helpers import Relay, running_server
 
 runner = CliRunner()
 KEY = "cells-key"
@@ -32,26 +32,31 @@ def invoke(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def gated(gate: str = "go") -> str:
-    """A cell that prints 'started', waits until its workspace has a file ``gate``, prints
+def gated(*gates: str) -> str:
+    """A cell that prints 'started', waits for each of ``gates`` (default: 'go'), a file of
+    its workspace, in turn, printing the name of each but the last once there; then prints
     'done' and answers 42."""
+    waits = [f"wait({gate!r})" for gate in gates or ("go",)]
     return (
         "import pathlib, time\n"
+        "def wait(gate):\n"
+        "    deadline = time.monotonic() + 120\n"
+        "    while not pathlib.Path(gate).exists() and time.monotonic() < deadline:\n"
+        "        time.sleep(0.02)\n"
+        "    return gate\n"
         "print('started', flush=True)\n"
-        f"gate = pathlib.Path({gate!r})\n"
-        "deadline = time.monotonic() + 120\n"
-        "while not gate.exists() and time.monotonic() < deadline:\n"
-        "    time.sleep(0.02)\n"
+        + "".join(f"print({wait}, flush=True)\n" for wait in waits[:-1])
+        + f"{waits[-1]}\n"
         "print('done')\n"
         "6 * 7"
     )
 
 
-def open_gate(run: Any, pad: str, tmp_path: Path) -> None:
+def open_gate(run: Any, pad: str, tmp_path: Path, gate: str = "go") -> None:
     """Let a :func:`gated` cell of ``pad`` go on (its kernel sees its workspace only)."""
-    local = tmp_path / "go"
-    local.write_text("go")
-    code, _, err = run("files", "put", pad, str(local), "go")
+    local = tmp_path / gate
+    local.write_text(gate)
+    code, _, err = run("files", "put", pad, str(local), gate)
     assert code == 0, err
 
 
@@ -140,12 +145,16 @@ def test_a_bad_pad_or_id_is_a_clear_error(args: list[str], message: str) -> None
 def env(tmp_path: Path) -> Iterator[dict[str, str]]:
     """The environment of a CLI that uses a ``scratchpad serve`` of its own."""
     with running_server(tmp_path / "server-home", tmp_path, KEY) as (url, _):
-        yield {
-            **os.environ,
-            "SCRATCHPAD_BACKEND": "remote",
-            "SCRATCHPAD_REMOTE_URL": url,
-            "SCRATCHPAD_REMOTE_API_KEY": KEY,
-        }
+        yield on_server(url)
+
+
+def on_server(url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "SCRATCHPAD_BACKEND": "remote",
+        "SCRATCHPAD_REMOTE_URL": url,
+        "SCRATCHPAD_REMOTE_API_KEY": KEY,
+    }
 
 
 def cli(env: dict[str, str]) -> Any:
@@ -206,3 +215,25 @@ def test_attach_cancel_makes_ctrl_c_cancel_the_cell(env: dict[str, str]) -> None
     assert listed(run, "p")["doomed"]["status"] == "cancelled"
     code, out, _ = run("exec", "p", "'still' + ' here'")
     assert code == 0 and "Out: 'still here'" in out  # the pad goes on
+
+
+def test_attach_follows_the_cell_again_after_a_dropped_connection(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    run = cli(env)
+    assert run("exec", "p", "--detach", "--id", "cut", gated("one", "two"))[0] == 0
+    relay = Relay(int(env["SCRATCHPAD_REMOTE_URL"].rsplit(":", 1)[1]))
+    try:
+        following = attached(on_server(relay.url), "p", "cut")
+        assert following.stdout is not None
+        relay.cut()  # the network fails while it follows the cell
+        open_gate(run, "p", tmp_path, "one")
+        assert following.stdout.readline() == "one\n"
+        relay.cut()
+        open_gate(run, "p", tmp_path, "two")
+        out, err = following.communicate(timeout=60)
+    finally:
+        relay.close()
+    assert following.returncode == 0, err
+    assert out.splitlines() == ["done", "Out: 42"]  # nothing missed, nothing twice
+    assert "Traceback" not in err
