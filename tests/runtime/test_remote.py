@@ -117,6 +117,12 @@ async def test_scratchpad_only_endpoints_on_another_server_are_a_clear_error() -
         await pad.load_cells()
 
 
+async def test_a_detached_submit_to_a_server_without_detached_cells_is_a_clear_error() -> None:
+    pad = on(foreign_server([]))
+    with pytest.raises(PadError, match=r"has no detached cells .*run the cell without detaching"):
+        await pad.submit("1")
+
+
 async def _collect(pad: RemoteRuntime) -> list[object]:
     return [item async for item in pad.execute_streaming("1")]
 

@@ -227,9 +227,25 @@ def exec_(
             help="Write the cell's images (PNG, JPEG, SVG) into DIR and print their paths.",
         ),
     ] = None,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach",
+            help="Submit the cell, print its id and exit at once; it runs on ('scratchpad "
+            "attach PAD ID' follows it, 'scratchpad cells PAD' lists it).",
+        ),
+    ] = False,
 ) -> None:
     """Run code in a pad (created on first use), streaming its output; Ctrl-C cancels it."""
     source = read_code(code, file)
+    if detach:
+        from scratchpad.cli.cells import exec_detached
+
+        exec_detached(
+            pad, source, description=description, estimate=estimate, timeout=timeout,
+            cell_id=id_, as_json=as_json, save_images=save_images,
+        )  # fmt: skip
+        return
     if save_images is not None:
         ready_directory(save_images, "--save-images")
     cell_id = id_ or new_cell_id()  # Ctrl-C cancels this cell, never another client's
@@ -245,18 +261,25 @@ def exec_(
                 cell_id=cell_id,
             )
             cell = await last_cell(items, None if as_json else live.event)
-        cell.error = cell.error and name_parameters(cell.error, FLAGS)
-        if as_json:
-            print_json(cell.to_dict())
-        else:
-            live.end(cell)
+        ok = end_cell(cell, live, as_json)
         if save_images is not None:
             for path in await asyncio.to_thread(images.save_images, cell, save_images):
                 print_text(f"wrote {path}", err=as_json)  # stdout stays one JSON document
-        return cell.ok
+        return ok
 
     if not on_server(pad, job):
         raise typer.Exit(1)
+
+
+def end_cell(cell: Cell, live: LiveCell, as_json: bool) -> bool:
+    """Print a cell that ended as ``exec`` does (what was not streamed, its result and
+    status; or the whole cell as JSON); whether it ended ok."""
+    cell.error = cell.error and name_parameters(cell.error, FLAGS)
+    if as_json:
+        print_json(cell.to_dict())
+    else:
+        live.end(cell)
+    return cell.ok
 
 
 async def last_cell(
@@ -600,3 +623,6 @@ def demo() -> None:
     from scratchpad.cli.demo import run_demo
 
     run(run_demo)
+
+
+from scratchpad.cli import cells as _cells  # noqa: E402, F401 (adds cells, attach: they use the above)

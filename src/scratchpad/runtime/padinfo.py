@@ -120,11 +120,16 @@ def last_active(moment: float | None, now: float) -> str:
     """When a pad was last active, as a person reads it: 'active 12 s ago', 'never active'."""
     if moment is None:
         return "never active"
-    seconds = max(0.0, now - moment)
+    return f"active {span(now - moment)} ago"
+
+
+def span(seconds: float) -> str:
+    """A time span as a person reads it, in its largest whole unit: '12 s', '3 min', '2 h'."""
+    seconds = max(0.0, seconds)
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
-            return f"active {seconds // size:.0f} {unit} ago"
-    return f"active {seconds:.0f} s ago"
+            return f"{seconds // size:.0f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def modified(path: Path) -> float | None:

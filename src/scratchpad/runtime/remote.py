@@ -265,21 +265,78 @@ class RemoteRuntime(ScratchpadRuntime):
             code, description, estimated_seconds, estimated_time, cell_id, timeout_s
         )
         body = _body(self.name, request)
+        if await self._submit(body, timeout_s) is None:
+            return await super().start_cell(  # an older server: no detached cells
+                code, description=description, estimated_time=estimated_time,
+                estimated_seconds=estimated_seconds, timeout_s=timeout_s, cell_id=body["id"],
+            )  # fmt: skip
+        return await self.cell(body["id"])
+
+    async def submit(
+        self,
+        code: str,
+        *,
+        description: str = "",
+        estimated_time: str = "",
+        estimated_seconds: float = 0.0,
+        timeout_s: float | None = None,
+        cell_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Submit a detached cell and follow nothing (the CLI's ``exec --detach``): the cell
+        as it stands once the server accepted it (``{id, status, ...}``). PadError from a
+        server without detached cells: there is nothing to come back to there."""
+        request = check_execute_args(
+            code, description, estimated_seconds, estimated_time, cell_id, timeout_s
+        )
+        response = await self._submit(_body(self.name, request), timeout_s)
+        if response is None:
+            raise PadError(
+                f"the pad server at {self.url} has no detached cells (no POST "
+                "/v1/pads/{name}/cells: an older server); run the cell without detaching"
+            )
+        try:
+            answer = response.json()
+        except ValueError as exc:
+            raise PadError(f"the pad server at {self.url} did not answer JSON") from exc
+        return answer if isinstance(answer, dict) else {}
+
+    async def _submit(self, body: dict[str, Any], timeout_s: float | None) -> httpx.Response | None:
+        """``POST /v1/pads/{name}/cells`` of the cell ``body`` describes; None when the
+        server has no such route."""
         submit = {key: body[key] for key in ("code", "id", "description", "estimated_time")}
-        submit |= {"estimated_seconds": request.estimated_seconds, "timeout_s": timeout_s}
+        submit |= {"estimated_seconds": body["estimated_seconds"], "timeout_s": timeout_s}
         path = f"/v1/pads/{url_component(self.name)}/cells"
         try:
             response = await self._client.post(path, json=submit)
         except httpx.HTTPError as exc:
             raise PadError(f"cannot reach the pad server at {self.url}: {exc!r}") from exc
         if response.status_code in (404, 405) and _type_of(response) != "PadNotFoundError":
-            return await super().start_cell(  # an older server: no detached cells
-                code, description=description, estimated_time=estimated_time,
-                estimated_seconds=estimated_seconds, timeout_s=timeout_s, cell_id=body["id"],
-            )  # fmt: skip
+            return None
         if response.status_code >= 400:
             raise _error(response)
-        return await self.cell(body["id"])
+        return response
+
+    async def server_cells(self, status: str | None = None) -> list[dict[str, Any]]:
+        """The pad's running, queued and recently finished cells as the server lists them
+        (a Scratchpad server only); ``status``: only those (running, queued or recent)."""
+        query = "" if status is None else f"?status={status}"
+        answer = await self._get(f"/v1/pads/{url_component(self.name)}/cells{query}")
+        return list(answer.get("cells", []))
+
+    async def standing(self, cell_id: str) -> dict[str, Any]:
+        """Cell ``cell_id`` as it stands on the server: queued or running (its output so
+        far), or its record; PadNotFoundError, in the server's words, for no such cell."""
+        cell_id = str(check_cell_id(cell_id))
+        return await self._get(
+            f"/v1/pads/{url_component(self.name)}/cells/{url_component(cell_id)}"
+        )
+
+    def follow(self, cell_id: str) -> AsyncGenerator[StreamItem, None]:
+        """Cell ``cell_id``'s items from its start, live, then its whole record, whoever
+        started it; a dropped connection is followed again with ``Last-Event-ID`` (see the
+        module). Closing it early leaves the cell running."""
+        cell_id = str(check_cell_id(cell_id))
+        return self._follow({"id": cell_id}, _Seen(), "went away while the cell was followed")
 
     async def cell(self, cell_id: str) -> CellHandle:
         """A handle on cell ``cell_id`` on the server, whoever started it: its record, or its
@@ -288,15 +345,14 @@ class RemoteRuntime(ScratchpadRuntime):
         from scratchpad.runtime.handle import CellHandle
 
         cell_id = str(check_cell_id(cell_id))
-        path = f"/v1/pads/{url_component(self.name)}/cells/{url_component(cell_id)}"
-        standing = await self._get(path)
+        standing = await self.standing(cell_id)
         if standing.get("status") not in ("queued", "running"):
             return CellHandle.recorded(self, Cell.from_dict(standing))
         journal = CellJournal(cell_id, 0)
 
         async def follow() -> None:
             try:
-                async for item in self._follow({"id": cell_id}, _Seen(), "was left"):
+                async for item in self.follow(cell_id):
                     journal.append(events.from_item(cell_id, item), 0, 0)
             except ScratchpadError as exc:  # the handle's wait says None; this says why
                 log.warning("pad %r: cannot follow cell %s: %s", self.name, cell_id, exc)

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import math
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal, Union
 
@@ -68,6 +69,9 @@ class CellStanding(BaseModel):
     number: int = 0
     gen: int | None = Field(None, description="The pad's kernel generation it ran in.")
     last_seq: int | None = Field(None, description="The number of its latest event.")
+    ended_at: float | None = Field(
+        None, description="Epoch seconds it ended (a recently finished cell, in a list)."
+    )
 
 
 class CellList(BaseModel):
@@ -135,9 +139,10 @@ def cells_routes(manager: ScratchpadManager) -> APIRouter:
             cells += [_live(watch, cell, "queued") for cell in watch.queue.values()]
         if status in (None, "recent"):
             for journal in watch.journals.finished():
-                assert journal.terminal is not None
+                assert journal.terminal is not None and journal.finished_at is not None
                 record = journal.terminal.cell()
-                cells.append({**_brief_of(record), **_where(journal)})
+                ended_at = time.time() - (time.monotonic() - journal.finished_at)
+                cells.append({**_brief_of(record), **_where(journal), "ended_at": ended_at})
         return {"cells": cells}
 
     @router.get("/v1/pads/{name}/cells/{cell_id}", **answers(CellStanding, 400, 404))
