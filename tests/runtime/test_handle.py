@@ -3,6 +3,7 @@ it again by id, cancel it."""
 
 from __future__ import annotations
 
+from scratchpad import events
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.manager import ScratchpadManager
 
@@ -15,7 +16,8 @@ async def test_a_started_cell_is_peeked_followed_waited_for_and_found_again(
     handle = await pad.start_cell(code, cell_id="handled")
     assert handle.id == "handled"
     peeked = await handle.peek()
-    assert isinstance(peeked, dict) and peeked["status"] in ("queued", "running")
+    assert isinstance(peeked, (events.QueuedCell, events.RunningCell))  # typed, not a dict
+    assert peeked.id == "handled" and peeked.gen == 1 and peeked.last_seq
     assert await handle.wait(timeout=0.01) is None  # still running: no exception
     frames = [frame async for frame in handle.events()]
     assert [f.seq for f in frames] == list(range(1, len(frames) + 1))
