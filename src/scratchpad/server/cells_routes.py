@@ -61,9 +61,6 @@ BIG_CELL_CHARS = 256 * 1024
 
 Standing = QueuedCell | RunningCell | RecordedCell  # a cell as it stands (CellStanding)
 M = TypeVar("M", bound=BaseModel)
-
-
-CELL_FRAMES = events.JournalFrame
 ENDING = (
     "each with an `id: <cell>:<seq>` line (send it back as `Last-Event-ID` to resume); the "
     "last one is the runtime's record of the cell (`cell`, or a `resync` of a finished cell)"
@@ -107,9 +104,9 @@ def cells_routes(manager: ScratchpadManager) -> APIRouter:
         cells: list[QueuedCell | RunningCell | RecordedBrief] = []
         running = watch.running
         if status in (None, "running") and running is not None:
-            cells.append(_live(watch, running.cell.id))
+            cells += _live(watch, [running.cell.id])
         if status in (None, "queued"):
-            cells += [_live(watch, cell_id) for cell_id in watch.queue]
+            cells += _live(watch, list(watch.queue))
         if status in (None, "recent"):
             cells += [_recent(journal) for journal in watch.journals.finished()]
         return wire(made(CellList, {"cells": cells}))
@@ -120,9 +117,9 @@ def cells_routes(manager: ScratchpadManager) -> APIRouter:
         output so far."""
         return await _encoded(await _standing(manager, segment_name(name), cell_id))
 
-    @router.get(
-        "/v1/pads/{name}/cells/{cell_id}/events", **sse(CELL_FRAMES, 400, 404, ending=ENDING)
-    )
+    frames = sse(events.JournalFrame, 400, 404, ending=ENDING)
+
+    @router.get("/v1/pads/{name}/cells/{cell_id}/events", **frames)
     async def cell_events(
         name: PadPath,
         cell_id: CellIdPath,
@@ -219,12 +216,10 @@ def _recent(journal: CellJournal) -> RecordedBrief:
     return made(RecordedBrief, {**brief, "gen": journal.gen, "last_seq": journal.last_seq})
 
 
-def _live(watch: PadWatch, cell_id: str) -> QueuedCell | RunningCell:
-    """A queued or running cell as it stands."""
-    journal = watch.journals.get(cell_id)
-    now = as_it_stands(watch, cell_id, journal)
-    assert isinstance(now, (QueuedCell, RunningCell))
-    return now
+def _live(watch: PadWatch, cell_ids: list[str]) -> list[QueuedCell | RunningCell]:
+    """Queued or running cells as they stand (one that ended meanwhile is among the recent)."""
+    found = [as_it_stands(watch, cell_id, watch.journals.get(cell_id)) for cell_id in cell_ids]
+    return [now for now in found if isinstance(now, (QueuedCell, RunningCell))]
 
 
 async def _standing(manager: ScratchpadManager, name: str, cell_id: str) -> Standing:

@@ -18,6 +18,7 @@ import { padHeader } from "./padstatus.js";
 
 const POLL_MS = 3000;
 const FEED_GRACE_MS = 2000; // how long a cell's own stream lets the feed finish the cell
+const ASLEEP_TICK_MS = 10_000;
 
 export function mount(root, params) {
   const notebook = new Notebook(root, params.name);
@@ -40,6 +41,7 @@ class Notebook {
     this.asleepText = h("span", {});
     this.wakeButton = h("button", { type: "button", class: "small wake", "aria-label": `Wake ${name}`, onclick: () => this.wake() }, "Wake");
     this.asleep = h("div", { class: "notice asleep-note", role: "status", hidden: true }, this.asleepText, " ", this.wakeButton);
+    this.asleepTimer = setInterval(() => this.asleepInfo && this.showAsleep(this.asleepInfo), ASLEEP_TICK_MS); // "last active" moves on
     this.list = h("div", { class: "cells" });
     this.empty = h("p", { class: "empty" }, "No cells yet: write one below and press Shift-Enter. The pad is created by its first run.");
     this.editor = cellEditor((code) => this.run(code));
@@ -114,6 +116,7 @@ class Notebook {
 
   /** An asleep pad says so, with when it was last active, beside its Wake button. */
   showAsleep(info) {
+    this.asleepInfo = info;
     const asleep = info?.status === "asleep";
     this.asleep.hidden = !asleep;
     if (!asleep) return;
@@ -356,6 +359,7 @@ class Notebook {
     this.closed = true;
     this.stopFeed?.();
     clearInterval(this.poller);
+    clearInterval(this.asleepTimer);
     this.header.destroy();
     for (const abort of this.aborts) abort.abort();
     for (const view of this.views.values()) view.destroy();
