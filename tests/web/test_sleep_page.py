@@ -90,5 +90,6 @@ def test_an_asleep_pad_page_says_so_and_wakes_and_its_first_cell_shows_the_repor
     log = cell.locator(".logs")
     log.locator("summary").click()
     expect(log).to_contain_text("The kernel was asleep")
+    expect(log).to_contain_text("saved after cell 1.")
     expect(log).to_contain_text(re.compile(r"Restored: [^.]*\bx\b"))
     expect(log).to_contain_text(re.compile(r"Not restored: conn \("))

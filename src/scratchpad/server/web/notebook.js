@@ -40,7 +40,7 @@ class Notebook {
     this.notice = h("div", { class: "notice", role: "status", "aria-live": "polite", hidden: true });
     this.asleepText = h("span", {});
     this.wakeButton = h("button", { type: "button", class: "small wake", "aria-label": `Wake ${name}`, onclick: () => this.wake() }, "Wake");
-    this.asleep = h("div", { class: "notice asleep-note", role: "status", hidden: true }, this.asleepText, " ", this.wakeButton);
+    this.asleep = h("div", { class: "asleep-note", role: "status", hidden: true }, this.asleepText, " ", this.wakeButton);
     this.asleepTimer = setInterval(() => this.asleepInfo && this.showAsleep(this.asleepInfo), ASLEEP_TICK_MS); // "last active" moves on
     this.list = h("div", { class: "cells" });
     this.empty = h("p", { class: "empty" }, "No cells yet: write one below and press Shift-Enter. The pad is created by its first run.");
