@@ -305,8 +305,11 @@ class Checkpointer:
         """Checkpoint what the cell changed; the outcome for its ``done`` frame (None when
         nothing changed and nothing is to be told)."""
         began = time.perf_counter()
-        self.cells += 1
-        full = full or self.cells % self.sweep_cells == 0
+        sweep = not cell_id  # asked by the server (before sleep, fork, a stop): not a cell
+        if not sweep:
+            self.cells += 1
+        full = full or sweep or self.cells % self.sweep_cells == 0
+        number = number or (self.number if sweep else 0)  # a sweep: still after that cell
         current = self.saved_names()
         removed = [name for name in self.ids if name not in current]
         dirty = self.dirty(current, codes, full)
@@ -640,6 +643,7 @@ class Checkpointer:
                 report.append({"name": name, "ok": False, "why": f"never saved: {why}",
                                "number": cell})  # fmt: skip
         self.last_path = list(sys.path)
+        self.number = number  # a sweep before this kernel's first cell is still after it
         return {"number": number, "vars": _bounded_report(report)}
 
     def _replay_imports(self, manifest: dict[str, Any], report: list[dict[str, Any]]) -> None:
