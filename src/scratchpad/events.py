@@ -1,8 +1,8 @@
 """The typed events of a pad, one set for every edge: the cell as it is recorded, the frames
 of ``execute-stream``, the pad feed's events, the requests of the remote-backend protocol,
-and the envelope of a per-cell journal. The runtime emits them (runtime/watch.py), the
-server sends them (server/frames.py, server/pad_feed_routes.py), and ``/openapi.json`` is
-generated from them (server/openapi.py).
+and a detached cell: as it stands, and its journal's numbered frames. The runtime emits
+them (runtime/watch.py), the server sends them (server/frames.py, server/pad_feed_routes.py,
+server/cells_routes.py), and ``/openapi.json`` is generated from them (server/openapi.py).
 
 Pydantic models, frozen, each event told apart by its ``type``. On the hot paths (a frame per
 output piece, a recorded cell of many MB) they are built with ``model_construct`` from values
@@ -18,9 +18,9 @@ become events here only, in :func:`cell_of`, :func:`from_item` and :func:`frame_
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, Union, cast, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from scratchpad.padnames import MAX_NAME_CHARS
 from scratchpad.runtime import cell as runtime
@@ -280,6 +280,11 @@ class FeedStatus(Model):
 
     type: Literal["status"] = "status"
     pad: WatchedPad
+    gen: int | None = Field(
+        None,
+        description="The pad's kernel generation now (one more after each kernel start: a "
+        "new kernel, whose variables came back from a checkpoint at best).",
+    )
 
 
 class FeedOverflow(Model):
@@ -309,32 +314,78 @@ FeedFrame = Annotated[
 ]
 
 
-# -- a cell's journal (replay for clients that reattach) ------------------------------------
+# -- a detached cell as it stands (GET /v1/pads/{name}/cells/{id}, its resync frame) -------
+GEN_RULE = "The pad's kernel generation it runs (ran) in; null: not known (a record read back)."
+LAST_SEQ_RULE = "The number of its latest event (resume its events after it); null: no journal."
+
+
+class QueuedCell(CellBrief):
+    """A cell waiting for its turn."""
+
+    status: Literal["queued"]
+    gen: int | None = Field(description=GEN_RULE)
+    last_seq: int | None = Field(description=LAST_SEQ_RULE)
+
+
+class RunningCell(RunningState):
+    """The running cell, with what it printed so far."""
+
+    status: Literal["running"]
+    gen: int | None = Field(description=GEN_RULE)
+    last_seq: int | None = Field(description=LAST_SEQ_RULE)
+
+
+class RecordedCell(Cell):
+    """A cell that ended: the whole record (its ``status`` is the recorded one)."""
+
+    gen: int | None = Field(description=GEN_RULE)
+    last_seq: int | None = Field(description=LAST_SEQ_RULE)
+
+
+class RecordedBrief(Model):
+    """A cell that ended lately, in brief (read it whole at GET /v1/pads/{name}/cells/{id})."""
+
+    id: str
+    number: int
+    status: Literal["ok", "error", "timeout", "cancelled", "killed"]
+    description: str
+    gen: int | None = Field(description=GEN_RULE)
+    last_seq: int | None = Field(description=LAST_SEQ_RULE)
+    ended_at: float = Field(description="When it ended (epoch seconds).")
+
+
+# How a cell stands, told apart by its ``status``: queued, running, or a recorded status.
+CellStanding = Annotated[
+    Union[QueuedCell, RunningCell, RecordedCell],  # noqa: UP007
+    Field(discriminator="status"),
+]
+ListedCell = Annotated[
+    Union[QueuedCell, RunningCell, RecordedBrief],  # noqa: UP007
+    Field(discriminator="status"),
+]
+
+
+class CellList(Model):
+    """A pad's running, queued and recently finished cells (GET /v1/pads/{name}/cells)."""
+
+    cells: list[ListedCell]
+
+
 class Resync(Model):
     """The cell as it stands, for a reader that cannot be replayed what it missed (its
-    frames left the journal's ring, or the server restarted): ``queued`` with its brief,
-    ``running`` with the output so far, ``recorded`` with the whole cell. Frames after it
-    continue from there."""
+    frames left the journal's ring, or the server restarted): queued with its brief, running
+    with the output so far, or recorded whole. Frames after it continue from there."""
 
     type: Literal["resync"] = "resync"
-    status: Literal["queued", "running", "recorded"]
-    cell: Cell | RunningState | CellBrief
+    cell: CellStanding
 
 
+# The events a cell's journal holds (runtime/journal.py); a stream of them sends each with
+# its number and generation (:data:`JournalFrame`, built by :func:`numbered`).
 CellEvent = Annotated[
     Union[FeedQueued, FeedStarted, FeedOutput, FeedDisplay, FeedProgress, FeedCell, Resync],  # noqa: UP007
     Field(discriminator="type"),
 ]
-
-
-class Frame(Model):
-    """One entry of a cell's journal: ``seq`` counts the cell's frames from 1 (a reader
-    resumes after the last it saw), ``gen`` is the pad's kernel generation that produced
-    it (a frame of an older kernel never continues into its successor's cells)."""
-
-    seq: int
-    gen: int
-    event: CellEvent
 
 
 # -- requests of the remote-backend protocol ------------------------------------------------
@@ -390,6 +441,18 @@ class ExecuteRequest(PadRequest):
     id: CellId | None = None
     timeout_s: float | None = Field(None, strict=True)
     on_disconnect: Literal["interrupt", "continue"] = "interrupt"
+
+
+class SubmitCell(BaseModel):
+    """A detached cell (``POST /v1/pads/{name}/cells``): it runs whoever follows it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    code: str
+    id: CellId | None = Field(None, description="An idempotency key: a retry never runs twice.")
+    description: str = ""
+    estimated_time: str = ""
+    estimated_seconds: float | None = 0.0
+    timeout_s: float | None = Field(None, strict=True)
 
 
 # -- from the runtime's records, and onto the wire ------------------------------------------
@@ -453,3 +516,51 @@ def members(union: Any) -> tuple[type[BaseModel], ...]:
         else:
             found.extend(members(arg))
     return tuple(found)
+
+
+# -- a cell's journal as a stream sends it (GET /v1/pads/{name}/cells/{id}/events) ----------
+def _numbered(event: type[BaseModel]) -> type[Model]:
+    """``event`` with the two fields of a journal's frame after its own (derived, so the
+    documented frame never drifts from the event)."""
+    name = "Numbered" + event.__name__.removeprefix("Feed")
+    summary = (event.__doc__ or "").strip().split("\n\n")[0]
+    doc = f"{summary}\n\nAs a cell's journal sends it: with its number and generation."
+    return create_model(
+        name,
+        __base__=cast("type[Model]", event),
+        __doc__=doc,
+        __module__=__name__,
+        seq=(int, Field(description="The frame's number: from 1 per cell (resume after it).")),
+        gen=(int, Field(description="The pad's kernel generation that produced it.")),
+    )
+
+
+NUMBERED: dict[type[BaseModel], type[Model]] = {
+    event: _numbered(event) for event in members(CellEvent)
+}
+JournalFrame: Any = Annotated[
+    Union[tuple(NUMBERED.values())],  # noqa: UP007
+    Field(discriminator="type"),
+]
+
+
+def numbered(event: BaseModel, seq: int, gen: int) -> Model:
+    """The frame of ``event`` (of :data:`CellEvent`) numbered ``seq`` in generation ``gen``."""
+    return _made(NUMBERED[type(event)], {**event.__dict__, "seq": seq, "gen": gen})
+
+
+def queued(brief: CellBrief, gen: int | None, last_seq: int | None) -> QueuedCell:
+    """A queued cell as it stands: its brief, and where its journal is."""
+    values = {name: brief.__dict__[name] for name in CellBrief.model_fields}
+    return _made(QueuedCell, {**values, "status": "queued", "gen": gen, "last_seq": last_seq})
+
+
+def running(state: RunningState, gen: int | None, last_seq: int | None) -> RunningCell:
+    """The running cell as it stands: what it printed so far, and where its journal is."""
+    values = {**state.__dict__, "status": "running", "gen": gen, "last_seq": last_seq}
+    return _made(RunningCell, values)
+
+
+def recorded(cell: Cell, gen: int | None, last_seq: int | None) -> RecordedCell:
+    """A recorded cell (its event form, possibly fitted) as it stands."""
+    return _made(RecordedCell, {**cell.__dict__, "gen": gen, "last_seq": last_seq})

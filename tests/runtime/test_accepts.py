@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import stat
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from scratchpad.runtime import accepts
 from scratchpad.runtime.accepts import Accepted, AcceptLog, check_repeat, load_recovered
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.history import CellHistory
+from scratchpad.scrub import scrubber
 
 
 def history_with(root: Path, *numbers: int) -> CellHistory:
@@ -66,3 +68,18 @@ def test_a_repeat_is_the_same_payload_or_refused() -> None:
         check_repeat("x", "1", known_code="1", sha="a", known_sha="b")
     with pytest.raises(InvalidInputError):
         check_repeat("x", "2", known_code="1", known_sha=None)
+
+
+def test_a_cell_recovered_killed_shows_its_code_scrubbed_and_capped(tmp_path: Path) -> None:
+    secret = "s3cret-of-the-accept-log"
+    scrubber().add(secret, "DS_ACCEPT__TOKEN")
+    history = history_with(tmp_path)
+    log = AcceptLog(tmp_path)
+    long_code = f"key = {secret!r}\n" + "x = 1\n" * 10_000 + "print('end')"
+    entry = accepts.entry_of("lost", "h", 1, long_code)
+    log.append(replace(entry, boot="an earlier server"))
+    (killed,) = load_recovered(history)
+    assert killed.status == "killed" and killed.code.startswith("key = '[DS_ACCEPT__TOKEN]'")
+    assert killed.code.endswith("print('end')") and "characters cut" in killed.code
+    assert len(killed.code) < accepts.CODE_CHARS + 100
+    assert secret not in log.path.read_text()

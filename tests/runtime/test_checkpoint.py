@@ -277,7 +277,9 @@ async def test_the_server_side_asks_for_a_full_sweep(pad: LocalRuntime, scratch:
     assert outcome.get("wrote", 0) >= 1, outcome
     await saved(pad, cell.number)
     await kill(pad)
-    assert (await pad.execute("box")).result == "[1]"
+    after = await pad.execute("box")
+    assert after.result == "[1]"
+    assert f"saved after cell {cell.number}." in after.logs  # a sweep is not a cell
 
 
 def test_the_server_never_unpickles() -> None:

@@ -65,7 +65,7 @@ def test_a_newer_kernel_fences_the_cells_of_the_old_one_until_their_record() -> 
     assert old.append(_out("after the death"), 1, 2) is None
     victim.status = "killed"
     watch.recorded(victim)  # the runtime's record still ends it
-    assert old.terminal is not None and old.terminal.cell()["status"] == "killed"
+    assert old.terminal is not None and old.terminal.cell().status == "killed"
     assert {f.gen for f in old.frames} == {1}  # its record too: it ran in generation 1
     assert "successor" not in str([f.event for f in old.frames])
     watch.started(waiting)

@@ -5,6 +5,7 @@ across restarts and managers (state.json)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import time
@@ -82,6 +83,22 @@ async def test_an_idle_pad_sleeps_with_no_process_left_and_its_next_cell_wakes_i
     assert woken.generation == 2
     assert read_state(pad_root(sleeper.settings, "nap")).asleep_since is None
     assert [(i.name, i.status) for i in await sleeper.list_pads()] == [("nap", "idle")]
+
+
+async def test_a_pad_woken_by_a_runtime_new_to_it_says_it_was_asleep(
+    sleeper: ScratchpadManager,
+) -> None:
+    pad = await local(sleeper, "dropped")
+    first = await pad.execute("x = 41")
+    assert first.status == "ok"
+    del pad
+    await until(lambda: "dropped" not in sleeper.names(), "the pad fell asleep")
+    gone = lambda: gc.collect() >= 0 and "dropped" not in sleeper._asleep  # noqa: E731
+    await until(gone, "nobody holds the asleep pad's runtime")
+    cell = await (await local(sleeper, "dropped")).execute("x + 1")
+    assert cell.result == "42"
+    assert f"The kernel was asleep; this is a fresh kernel. It restored the variables saved " \
+        f"after cell {first.number}." in cell.logs  # fmt: skip
 
 
 async def test_a_pad_never_sleeps_while_a_cell_runs_or_waits(sleeper: ScratchpadManager) -> None:

@@ -21,7 +21,9 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from pydantic import TypeAdapter
 
+from scratchpad import events
 from scratchpad.config import Settings
 from scratchpad.errors import InstallError
 from scratchpad.runtime import confinement, render
@@ -31,7 +33,8 @@ from scratchpad.runtime.padinfo import PadInfo
 from scratchpad.server.app import create_app
 from scratchpad.server.datavault_routes import datavault_routes
 from scratchpad.vault import Vault, audit
-from tests.server.test_wire_snapshots import check, recorded
+from scratchpad.wire import wire
+from tests.server.test_wire_snapshots import ITEMS, check, recorded
 
 KEY = "test-key"
 BASE = "http://127.0.0.1:8123"
@@ -305,3 +308,62 @@ async def test_a_submissions_answer_keeps_its_bytes(manager: ScratchpadManager) 
         for submission in (staged, ended):
             await pin("GET", f"/v1/datavault/submissions/{submission.id}")
     check("answers_submissions.txt", pin.text())
+
+
+async def test_detached_cell_answers_and_frames_keep_their_bytes(
+    served: tuple[httpx.AsyncClient, ScratchpadManager], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pad's cells as they stand (queued, running, recorded, read back from the history),
+    their list, and their journals' numbered frames (a whole replay, a resume, a resync)."""
+    client, manager = served
+    monkeypatch.setattr(manager, "peek", lambda name: StubPad(name, [recorded(1)]))
+    watch = manager.watch("d")
+    for cell_id, limit in (("done", None), ("trimmed", 2)):
+        cell = recorded(2, id=cell_id)
+        watch.queued(cell)
+        if limit is not None:  # its ring holds two frames: a reader from 0 gets a resync
+            journal = watch.journals.get(cell_id)
+            assert journal is not None
+            journal.max_frames = limit
+        watch.started(cell)
+        watch.seen([*ITEMS, cell])
+        watch.recorded(cell)
+    running = recorded(3, id="r-1")
+    watch.queued(running)
+    watch.started(running)
+    watch.seen(ITEMS)
+    watch.queued(recorded(4, id="q-1"))
+    pin = Pinned(client)
+    typed: list[tuple[Any, httpx.Response]] = [
+        (events.CellList, await pin("GET", "/v1/pads/d/cells"))
+    ]
+    typed += [(events.CellList, await pin("GET", "/v1/pads/d/cells?status=recent"))]
+    for cell_id in ("q-1", "r-1", "done", "cell-1"):
+        typed += [(events.CellStanding, await pin("GET", f"/v1/pads/d/cells/{cell_id}"))]
+    await pin("GET", "/v1/pads/d/cells/nope")
+    typed += [(events.CellStanding, await pin("POST", "/v1/pads/d/cells/r-1/wait?timeout=0"))]
+    streams = [await pin("GET", "/v1/pads/d/cells/done/events")]
+    streams += [
+        await pin("GET", "/v1/pads/d/cells/done/events", headers={"Last-Event-ID": "done:5"})
+    ]
+    streams += [await pin("GET", "/v1/pads/d/cells/trimmed/events")]
+    streams += [await pin("GET", "/v1/pads/d/cells/cell-1/events")]
+    await pin("GET", "/v1/pads/d/cells/done/events", headers={"Last-Event-ID": "other:1"})
+    await pin("POST", "/v1/pads/d/cells", json={"code": "1", "id": "bad id!"})
+    await pin("POST", "/v1/pads/d/cells", json={"code": "1", "unknown": True})
+    text = re.sub(r'\\"(started|ended)_at\\": ?[0-9.e+]+', r'\\"\1_at\\":<time>', pin.text())
+    check("answers_cells.txt", text)
+    for union, answer in typed:  # each answer is its model, and goes out as it is
+        data = answer.json()
+        assert wire(TypeAdapter(union).validate_python(data)) == data
+    frames = [
+        json.loads(line.removeprefix("data: "))
+        for answer in streams
+        for line in answer.text.split("\n")
+        if line.startswith("data: ")
+    ]
+    assert {frame["type"] for frame in frames} == {
+        "queued", "started", "progress", "output", "display", "cell", "resync",
+    }  # fmt: skip
+    for data in frames:
+        assert wire(TypeAdapter(events.JournalFrame).validate_python(data)) == data

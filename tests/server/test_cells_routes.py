@@ -15,6 +15,7 @@ from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.watch import PadWatch
 from scratchpad.server import cells_routes
 from scratchpad.server.app import create_app
+from scratchpad.wire import wire
 
 KEY = "test-key"
 
@@ -69,7 +70,7 @@ async def test_an_open_cell_stream_counts_as_attached_until_it_ends() -> None:
     watch.queued(cell)
     closed = asyncio.Event()
     stream = cells_routes._events("p", watch, "c", 0, None, closed)
-    assert (await anext(stream))["type"] == "queued"
+    assert wire(await anext(stream))["type"] == "queued"
     assert watch.attached  # a sleeper must leave this pad alone
     waiting = asyncio.ensure_future(anext(stream))
     closed.set()  # the client went away

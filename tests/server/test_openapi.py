@@ -222,6 +222,22 @@ def test_every_pad_name_carries_the_name_rule(manager: ScratchpadManager) -> Non
     assert named >= 7
 
 
+def test_a_cell_stream_documents_its_resume_point(manager: ScratchpadManager) -> None:
+    doc = document(create_app(manager, api_key=KEY))
+    operation = doc["paths"]["/v1/pads/{name}/cells/{cell_id}/events"]["get"]
+    headers = {p["name"].lower(): p for p in operation["parameters"] if p["in"] == "header"}
+    assert "<cell>:<seq>" in headers["last-event-id"]["description"]
+    event = operation["responses"]["200"]["content"]["text/event-stream"]["itemSchema"]
+    frames = {ref["$ref"].rsplit("/", 1)[1] for ref in event["properties"]["data"]
+              ["contentSchema"]["oneOf"]}  # fmt: skip
+    assert "NumberedQueued" in frames and "NumberedResync" in frames
+    numbered = doc["components"]["schemas"]["NumberedOutput"]
+    assert {"type", "id", "stream", "text", "seq", "gen"} <= set(numbered["required"])
+    answer = doc["paths"]["/v1/pads/{name}/cells/{cell_id}"]["get"]["responses"]["200"]
+    standing = answer["content"]["application/json"]["schema"]
+    assert standing["discriminator"]["propertyName"] == "status"
+
+
 async def test_pad_answers_validate_against_the_document(
     client: httpx.AsyncClient, checker: Checker
 ) -> None:

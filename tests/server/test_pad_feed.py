@@ -184,6 +184,7 @@ async def test_a_feed_reports_reset_removal_and_a_kernel_death(
         assert (await client.post(f"{server}/scratchpad/reset", json={"name": "life"})).is_success
         reset = await feed.next("status")
         assert (reset["pad"]["status"], reset["pad"]["cells"]) == ("idle", 0)
+        assert reset["gen"] > dead["gen"] >= 1  # a new kernel: the next generation
         assert (await client.post(f"{server}/scratchpad/cleanup", json={"name": "life"})).is_success
         statuses = [(await feed.next("status"))["pad"]["status"] for _ in range(2)]
         assert statuses == ["stopped", "removed"]

@@ -176,6 +176,24 @@ def test_a_cell_from_another_client_shows_up_live(
     expect(page.locator(".cell")).to_have_count(2)
 
 
+def test_a_detached_cell_from_another_client_shows_up_live(
+    page: Page, web_server: WebServer, feed: None
+) -> None:
+    open_pad(page, "detached")
+    finished(run(page, "x = 1"))
+    with client(web_server) as http:
+        code = TICKING.format(n=10, tag="left")
+        submitted = http.post("/v1/pads/detached/cells", json={"code": code, "id": "left-1"})
+        assert submitted.status_code == 202, submitted.text
+    cell = page.locator(".cell").nth(1)
+    expect(cell.locator(".stdout")).to_contain_text("left 1", timeout=SLOW)
+    expect(cell).to_have_attribute("data-status", "running")
+    expect(cell.locator(".code")).to_contain_text("print('left'")
+    finished(cell)
+    expect(cell.locator(".stdout")).to_contain_text("left 9")
+    expect(page.locator(".cell")).to_have_count(2)
+
+
 def test_each_cell_shows_its_number_in_the_pad(page: Page, feed: None) -> None:
     open_pad(page, "numbered")
     expect(finished(run(page, "1")).locator(".cell-number")).to_have_text("[1]")

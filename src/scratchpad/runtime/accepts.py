@@ -7,11 +7,13 @@ the first submit of that id is still being accepted (its pad starting) the secon
 ask again (:class:`CellAcceptingError`, 409).
 
 The accept log (``<pad root>/accepted.jsonl``, 0600, framed and appended whole like the
-history: history.frame) holds ``{id, payload_sha256, accepted_at, number, boot}`` of every
-detached cell, written before the submit is answered. It keeps a payload's hash for the
+history: history.frame) holds ``{id, payload_sha256, accepted_at, number, boot, code}`` of
+every detached cell, written before the submit is answered (its code scrubbed and cut to
+``CODE_CHARS``: head and tail). It keeps a payload's hash for the
 rules above, and it lets a server that was killed say what became of a cell it had
 accepted: an id of an earlier server process (``boot``) that the history does not hold is
-recorded ``killed`` the first time the pad's history is read; it is never run again. Cells
+recorded ``killed`` (with its code) the first time the pad's history is read; it is never
+run again. Cells
 run in the order of their numbers, so only an id numbered after the last recorded cell can
 be such a cell (older ids missing from the history were folded away). A reset forgets the
 log with the history.
@@ -37,13 +39,16 @@ from scratchpad.fsutil import append_whole, atomic_write_bytes, disk_full_in
 from scratchpad.runtime.cell import Cell, new_cell_id
 from scratchpad.runtime.history import CellHistory, frame, unframe
 from scratchpad.runtime.watch import PadWatch
+from scratchpad.scrub import scrub
+from scratchpad.text import cut_middle
 
 if TYPE_CHECKING:
     from scratchpad.runtime.base import CellRequest, ScratchpadRuntime
     from scratchpad.runtime.manager import ScratchpadManager
 
 ACCEPTED = "accepted.jsonl"
-MAX_BYTES = 256 * 1024  # about 1500 entries
+MAX_BYTES = 1024 * 1024  # 100 entries of the longest code, thousands of short ones
+CODE_CHARS = 8 * 1024  # of a cell's code in its entry (head and tail)
 QUEUED_WITHIN_S = 900.0  # a cell not queued by then (its pad never came up) is not entered
 BOOT = secrets.token_hex(6)  # this server process: ids it accepted are its own to finish
 KILLED = (
@@ -65,6 +70,13 @@ class Accepted:
     accepted_at: float
     number: int = 0
     boot: str = ""
+    code: str = ""  # scrubbed, cut to CODE_CHARS (a killed cell shows it)
+
+
+def entry_of(cell_id: str, sha: str, number: int, code: str) -> Accepted:
+    """This server's entry for a cell accepted now."""
+    kept = cut_middle(scrub(code), CODE_CHARS)
+    return Accepted(cell_id, sha, time.time(), number, BOOT, kept)
 
 
 def payload_sha256(request: CellRequest, timeout_s: float | None) -> str:
@@ -164,7 +176,9 @@ def load_recovered(history: CellHistory) -> list[Cell]:
             if entry.boot != BOOT and entry.id not in known and entry.number > last
         ]
         for entry in lost:
-            cell = Cell(code="", id=entry.id, number=entry.number, status="killed", error=KILLED)
+            cell = Cell(
+                code=entry.code, id=entry.id, number=entry.number, status="killed", error=KILLED
+            )
             try:
                 history.append(cell)
             except OSError as exc:
@@ -217,7 +231,7 @@ async def submit(
             return Submitted(pad, watch, cell_id, repeat=True)
         await _start(pad, watch, request, cell_id, timeout_s)
         number = getattr(await known_cell(pad, watch, cell_id), "number", 0)
-        entry = Accepted(cell_id, sha, time.time(), number, BOOT)
+        entry = entry_of(cell_id, sha, number, request.code)
         await asyncio.to_thread(accepts.append, entry)
         return Submitted(pad, watch, cell_id, repeat=False)
     finally:
@@ -295,7 +309,7 @@ def remember(pad: ScratchpadRuntime, request: CellRequest, timeout_s: float | No
         number = getattr(await known_cell(pad, watch, cell_id), "number", 0)
         try:
             await asyncio.to_thread(
-                AcceptLog(root).append, Accepted(cell_id, sha, time.time(), number, BOOT)
+                AcceptLog(root).append, entry_of(cell_id, sha, number, request.code)
             )
         except OSError as exc:
             log.warning("pad %r: cell %s not in the accept log: %s", pad.name, cell_id, exc)

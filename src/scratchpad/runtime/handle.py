@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from scratchpad import events
 from scratchpad.errors import PadNotFoundError
-from scratchpad.events import CellBrief, Resync
+from scratchpad.events import Resync
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.journal import CellJournal, Frame, JournalReader
 
 if TYPE_CHECKING:
     from scratchpad.runtime.base import ScratchpadRuntime
+    from scratchpad.runtime.watch import PadWatch
 
 _running: set[asyncio.Task[Any]] = set()  # cells started by handles: nobody need await them
 
@@ -45,19 +46,15 @@ class CellHandle:
         handle._cell = cell
         return handle
 
-    async def peek(self) -> Cell | dict[str, Any]:
-        """The recorded cell once it ended, else ``{id, status, last_seq, gen}`` and what it
-        printed so far where the pad's watch knows it."""
+    async def peek(self) -> Cell | events.QueuedCell | events.RunningCell:
+        """The recorded cell once it ended, else how it stands: queued, or running with what
+        it printed so far where the pad's watch knows it (with ``gen`` and ``last_seq``)."""
         if (cell := self._ended()) is not None:
             return cell
-        watch = getattr(self.pad, "watch", None)
-        running = getattr(watch, "running", None)
-        if running is not None and running.cell.id == self.id:
-            state: dict[str, Any] = {**events.wire(running.state()), "status": "running"}
-        else:
-            status = "queued" if self.id in getattr(watch, "queue", {}) else "running"
-            state = {"id": self.id, "status": status}
-        return {**state, "last_seq": self.journal.last_seq, "gen": self.journal.gen}
+        now = as_it_stands(getattr(self.pad, "watch", None), self.id, self.journal)
+        if isinstance(now, events.RecordedCell):  # recorded since the look above
+            return self._ended() or Cell.from_dict(events.wire(now))
+        return now or unknown(self.id, self.journal)
 
     async def wait(self, timeout: float | None = None) -> Cell | None:
         """The recorded cell; None when it still runs after ``timeout`` seconds."""
@@ -91,22 +88,14 @@ class CellHandle:
     def _resync(self) -> Resync:
         """The cell as it stands, for a reader the journal left behind."""
         if (cell := self._ended()) is not None:
-            return Resync(status="recorded", cell=events.cell_of(cell))
-        watch = getattr(self.pad, "watch", None)
-        running = getattr(watch, "running", None)
-        if running is not None and running.cell.id == self.id:
-            return Resync(status="running", cell=running.state())
-        queued = getattr(watch, "queue", {}).get(self.id)
-        if queued is not None:
-            from scratchpad.runtime.watch import brief
-
-            return Resync(status="queued", cell=brief(queued))
-        unknown = CellBrief.model_construct(id=self.id, number=0, code="", description="")
-        return Resync(status="running", cell=unknown)  # followed from elsewhere
+            journal = self.journal
+            return Resync(cell=events.recorded(events.cell_of(cell), journal.gen, journal.last_seq))
+        now = as_it_stands(getattr(self.pad, "watch", None), self.id, self.journal)
+        return Resync(cell=now or unknown(self.id, self.journal))
 
     def _ended(self) -> Cell | None:
         if self._cell is None and self.journal.terminal is not None:
-            self._cell = Cell.from_dict(self.journal.terminal.cell())
+            self._cell = Cell.from_dict(events.wire(self.journal.terminal.cell()))
         return self._cell
 
 
@@ -145,3 +134,34 @@ async def find(pad: ScratchpadRuntime, cell_id: str) -> CellHandle:
         if cell.id == cell_id:
             return CellHandle.recorded(pad, cell)
     raise PadNotFoundError(f"pad {pad.name!r} has no cell {cell_id[:80]!r}")
+
+
+def as_it_stands(
+    watch: PadWatch | None, cell_id: str, journal: CellJournal | None
+) -> events.QueuedCell | events.RunningCell | events.RecordedCell | None:
+    """Cell ``cell_id`` as it stands: recorded (its journal's record), running (what it
+    printed so far), queued; None when neither the journal nor the pad's watch knows it."""
+    gen, last_seq = (None, None) if journal is None else (journal.gen, journal.last_seq)
+    if journal is not None and journal.terminal is not None:
+        return events.recorded(journal.terminal.cell(), gen, last_seq)
+    if watch is None:
+        return None
+    running = watch.running
+    if running is not None and running.cell.id == cell_id:
+        return events.running(running.state(), gen, last_seq)
+    queued = watch.queue.get(cell_id)
+    if queued is not None:
+        from scratchpad.runtime.watch import brief
+
+        return events.queued(brief(queued), gen, last_seq)
+    return None
+
+
+def unknown(cell_id: str, journal: CellJournal) -> events.RunningCell:
+    """A cell on its way that the pad's watch cannot tell about (followed from elsewhere,
+    or between the queue and its start): running, nothing known of its output."""
+    state = events.RunningState.model_construct(
+        id=cell_id, number=0, code="", description="", started_at=0.0, stdout="", stderr="",
+        displays=[], displays_dropped=0, progress=None,
+    )  # fmt: skip
+    return events.running(state, journal.gen, journal.last_seq)

@@ -42,13 +42,15 @@ class Frame:
     event: events.WatchEvent | events.Resync
     size: int = 0
 
-    def wire(self) -> dict[str, Any]:
-        """The event as a stream sends it, with its number and generation."""
-        return {**events.wire(self.event), "seq": self.seq, "gen": self.gen}
+    def numbered(self) -> events.Model:
+        """The event as a stream sends it, with its number and generation
+        (:data:`events.JournalFrame`)."""
+        return events.numbered(self.event, self.seq, self.gen)
 
-    def cell(self) -> dict[str, Any]:
-        """The cell of the runtime's record (a terminal frame), as data."""
-        return dict(events.wire(self.event)["cell"])
+    def cell(self) -> events.Cell:
+        """The cell of the runtime's record (a terminal frame)."""
+        assert isinstance(self.event, events.FeedCell)
+        return self.event.cell
 
 
 class CellJournal:

@@ -96,6 +96,8 @@ class KernelSlot:
         if self.deaths_in_a_row >= DEATHS_BEFORE_FULL_RESET:
             rebuild = f"the kernel died {self.deaths_in_a_row} times in a row"
             self.deaths_in_a_row = 0
+        if how is None and self._state is None:  # a runtime new to this pad: ask its file
+            self._state = await asyncio.to_thread(read_state, self._pad.root)
         if how is None and self.asleep:
             how = "was asleep"
         await self._start(rebuild)

@@ -294,7 +294,8 @@ class PadWatch:
             from scratchpad.runtime.padinfo import describe_now
 
             pad_now = events.watched_pad(describe_now(pad, self, status))
-            self._publish(events.FeedStatus.model_construct(pad=pad_now), 0)
+            gen = self.journals.generation
+            self._publish(events.FeedStatus.model_construct(pad=pad_now, gen=gen), 0)
 
     def died(self, pad: ScratchpadRuntime, kernel: KernelProcess) -> None:
         """``pad``'s kernel closed its channel: unless it was stopped on purpose (not for a

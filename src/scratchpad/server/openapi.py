@@ -175,6 +175,16 @@ def answers(
     return options
 
 
+def one_of(union: Any) -> dict[str, Any]:
+    """The schema of an answer that is one of several models (a union told apart by a
+    field, e.g. ``events.CellStanding``), each model in the document's components."""
+    for model in members(union):
+        ref(model)
+    schema = TypeAdapter(union).json_schema(ref_template=SCHEMAS + "{model}")
+    schema.pop("$defs", None)  # the document's components hold them (model_schemas)
+    return schema
+
+
 def sse(
     frames: Any,
     *statuses: int,

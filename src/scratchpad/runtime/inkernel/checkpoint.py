@@ -307,9 +307,11 @@ class Checkpointer:
         """Checkpoint what the cell changed; the outcome for its ``done`` frame (None when
         nothing changed and nothing is to be told)."""
         began = time.perf_counter()
-        self.cells += 1
-        self.last_cell = number or self.last_cell
-        full = full or self.cells % self.sweep_cells == 0
+        sweep = not cell_id  # asked by the server (before sleep, fork, a stop): not a cell
+        if not sweep:
+            self.cells += 1
+            self.last_cell = number or self.last_cell
+        full = full or sweep or self.cells % self.sweep_cells == 0
         current = self.saved_names()
         removed = [name for name in self.ids if name not in current]
         dirty = self.dirty(current, codes, full)
@@ -649,7 +651,7 @@ class Checkpointer:
                 report.append({"name": name, "ok": False, "why": f"never saved: {why}",
                                "number": cell})  # fmt: skip
         self.last_path = list(sys.path)
-        self.last_cell = number
+        self.last_cell = self.number = number  # a sweep before its first cell: still after it
         self.last_body = _body(manifest)
         return {"number": number, "vars": _bounded_report(report)}
 

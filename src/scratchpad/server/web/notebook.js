@@ -4,17 +4,21 @@
 // shows up exactly like one run from here. Cells are keyed by id: the stream of a cell run
 // from this page only fills in what the feed does not (it carries no output while the feed
 // is live), so nothing shows twice. The header's status follows the frames (busy from a
-// cell's start to its end); a pad that does not exist (yet) offers no Reset or Remove.
+// cell's start to its end); a pad that does not exist (yet) offers no Reset or Remove; an
+// asleep pad says so, with its last activity, and offers Wake (its next cell wakes it too;
+// that cell's log says which variables came back).
 // Without a feed (an older server) the page polls.
 
 import { download, follow, getJSON, padPath, postStream, sendJSON } from "./api.js";
 import { CellView } from "./cellview.js";
 import { confirmDialog, h } from "./dom.js";
 import { cellEditor } from "./editor.js";
+import { ago } from "./format.js";
 import { padHeader } from "./padstatus.js";
 
 const POLL_MS = 3000;
 const FEED_GRACE_MS = 2000; // how long a cell's own stream lets the feed finish the cell
+const ASLEEP_TICK_MS = 10_000;
 
 export function mount(root, params) {
   const notebook = new Notebook(root, params.name);
@@ -34,6 +38,10 @@ class Notebook {
     this.waiting = new Set(); // ids of queued cells
     this.cleared = new Set(); // ids of cells a reset from here deleted
     this.notice = h("div", { class: "notice", role: "status", "aria-live": "polite", hidden: true });
+    this.asleepText = h("span", {});
+    this.wakeButton = h("button", { type: "button", class: "small wake", "aria-label": `Wake ${name}`, onclick: () => this.wake() }, "Wake");
+    this.asleep = h("div", { class: "asleep-note", role: "status", hidden: true }, this.asleepText, " ", this.wakeButton);
+    this.asleepTimer = setInterval(() => this.asleepInfo && this.showAsleep(this.asleepInfo), ASLEEP_TICK_MS); // "last active" moves on
     this.list = h("div", { class: "cells" });
     this.empty = h("p", { class: "empty" }, "No cells yet: write one below and press Shift-Enter. The pad is created by its first run.");
     this.editor = cellEditor((code) => this.run(code));
@@ -49,7 +57,7 @@ class Notebook {
     this.actions = [ipynb, revert, reset, remove];
     this.header = padHeader(name, "notebook", this.actions);
     this.showInfo(null);
-    root.replaceChildren(h("section", { class: "notebook" }, this.header.element, this.notice, this.empty, this.list, this.editor.element));
+    root.replaceChildren(h("section", { class: "notebook" }, this.header.element, this.asleep, this.notice, this.empty, this.list, this.editor.element));
     this.connect();
   }
 
@@ -89,6 +97,7 @@ class Notebook {
     const info = pads.find((pad) => pad.name === this.name) || null;
     this.header.setInfo(info);
     this.showActions(info !== null);
+    this.showAsleep(info);
   }
 
   /** The pad's status as the feed said it, with what its frames said since. */
@@ -96,6 +105,7 @@ class Notebook {
     if (info !== undefined) this.info = info;
     const shown = this.info;
     this.showActions(shown !== null && !["new", "removed"].includes(shown.status));
+    this.showAsleep(this.running ? null : shown);
     if (!shown) return this.header.setInfo(null);
     const queued = this.waiting.size;
     if (this.running) {
@@ -103,6 +113,33 @@ class Notebook {
     }
     const status = shown.status === "busy" ? "idle" : shown.status;
     this.header.setInfo({ ...shown, status, busy_since: null, queued });
+  }
+
+  /** An asleep pad says so, with when it was last active, beside its Wake button. */
+  showAsleep(info) {
+    this.asleepInfo = info;
+    const asleep = info?.status === "asleep";
+    this.asleep.hidden = !asleep;
+    if (!asleep) return;
+    const last = info.last_activity ? `last active ${ago(info.last_activity)}` : "no activity known";
+    this.asleepText.textContent =
+      `This pad is asleep (${last}): its kernel is stopped and its variables are saved. ` +
+      "Wake it, or run a cell: the first cell's log says which variables came back.";
+  }
+
+  /** Start the asleep pad's kernel (its variables are restored); the feed says when. */
+  async wake() {
+    this.wakeButton.disabled = true;
+    this.wakeButton.textContent = "Waking…";
+    try {
+      await sendJSON("/scratchpad/start", { name: this.name });
+      if (!this.live) await this.loadInfo();
+    } catch (error) {
+      this.say(`Could not wake ${this.name}: ${error.message}`, true);
+    } finally {
+      this.wakeButton.disabled = false;
+      this.wakeButton.textContent = "Wake";
+    }
   }
 
   /** Reset, Remove and the download only for a pad that exists. */
@@ -335,6 +372,7 @@ class Notebook {
     this.closed = true;
     this.stopFeed?.();
     clearInterval(this.poller);
+    clearInterval(this.asleepTimer);
     this.header.destroy();
     for (const abort of this.aborts) abort.abort();
     for (const view of this.views.values()) view.destroy();
