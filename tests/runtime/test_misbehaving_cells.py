@@ -121,7 +121,7 @@ async def test_os_exit_kills_and_the_next_cell_restarts(pad: ScratchpadRuntime) 
     assert cell.status == "killed"
     assert cell.stdout == "bye\n"
     assert cell.error is not None and "exited with code 3" in cell.error
-    assert "variables were lost" in cell.error
+    assert "What this cell changed was lost. The next cell starts a new kernel" in cell.error
     after = await pad.execute("'kept' in dir()")
     assert after.result == "False"
     assert "fresh kernel" in after.logs
@@ -206,7 +206,7 @@ async def test_sigint_ignored_by_the_cell_gets_it_killed(
         cell = await pad.execute(code)
         assert cell.status == "killed"
         assert cell.error is not None and cell.error.startswith("Cell timed out after 1s")
-        assert "variables were lost" in cell.error
+        assert "What this cell changed was lost. The new kernel restores" in cell.error
         after = await pad.execute("'kept' in dir()")
         assert after.result == "True"  # from the checkpoint after the last cell that ended
         assert "this is a fresh kernel. It restored the variables saved after cell 1" in after.logs

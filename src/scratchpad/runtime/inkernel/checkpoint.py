@@ -10,7 +10,8 @@ Format 1, in the pad's ``checkpoint/`` directory::
 
     FORMAT                  {"format": 1}
     blobs/<sha256>.pkl      one value, or one aliasing group ({name: value}); never rewritten
-    manifests/<number>.json the variables after cell <number> (see :meth:`Checkpointer.manifest`)
+    manifests/<number>.json the variables after cell <number>, and the generation of the
+                            kernel that wrote them (see :meth:`Checkpointer.manifest`)
     HEAD                    the number of the current manifest, written last
 
 What changed is found without pickling (ids of the bindings, names the cell's code mentions,
@@ -229,6 +230,7 @@ class Checkpointer:
         self.pad_cap = int(config.get("pad_cap") or 1024 << 20)
         self.keep = int(config.get("keep") or 2)
         self.sweep_cells = int(config.get("sweep_cells") or 50)
+        self.generation = int(config.get("generation") or 0)  # of this kernel
         self.workspace = str(config.get("workspace") or "")
         self.secret_env = [str(name) for name in config.get("secret_env") or ()]
         self.base_path = list(config.get("base_path") or sys.path)  # before any cell
@@ -240,8 +242,10 @@ class Checkpointer:
         self.modules: dict[str, str] = {}
         self.from_imports: dict[str, str] = {}
         self.cells = 0
-        self.number = 0  # of the cell being checkpointed
+        self.number = 0  # of the cell being checkpointed (or last checkpointed, or restored)
+        self.cell_id = ""  # its id
         self.late: list[str] = []  # write failures of the last checkpoint, told next time
+        self.unwritten = False  # a write failed: the next checkpoint writes everything again
         self.writer: Any = None  # the writer thread's condition, from the first write
         self.pending: list[tuple[dict[str, bytes], bytes, int, int]] = []  # oldest first
         self.pending_bytes = 0
@@ -305,8 +309,11 @@ class Checkpointer:
         """Checkpoint what the cell changed; the outcome for its ``done`` frame (None when
         nothing changed and nothing is to be told)."""
         began = time.perf_counter()
+        if not number:  # a sweep between cells: the state after the last cell, as it is now
+            cell_id, number = self.cell_id, self.number
         self.cells += 1
-        full = full or self.cells % self.sweep_cells == 0
+        full = full or self.unwritten or self.cells % self.sweep_cells == 0
+        self.unwritten = False
         current = self.saved_names()
         removed = [name for name in self.ids if name not in current]
         dirty = self.dirty(current, codes, full)
@@ -336,7 +343,7 @@ class Checkpointer:
             self.modules.pop(name, None)
             self.from_imports.pop(name, None)
         defined = {"cell_id": cell_id, "number": number}
-        self.number = number
+        self.number, self.cell_id = number, cell_id
         new_failures: dict[str, str] = {}
         pickled: dict[str, bytes] = {}
         sers: dict[str, str] = {}
@@ -469,6 +476,7 @@ class Checkpointer:
         base = set(self.base_path)
         return {
             "format": FORMAT,
+            "generation": self.generation,
             "cell_id": cell_id,
             "number": number,
             "vars": self.entries,
@@ -586,7 +594,11 @@ class Checkpointer:
             _fsync_dir(root)
             self._collect(root, blob_dir, manifests)
         except Exception as exc:  # ENOSPC, a removed directory...: told with the next cell
-            self.late.append(f"checkpoint after cell {number} was not written: {exc}")
+            self.unwritten = True  # what it held is on disk only once written again
+            self.late.append(
+                f"variables not saved: the checkpoint after cell {number} could not be written "
+                f"({exc}); the next cell saves every variable again"
+            )
 
     def _collect(self, root: str, blob_dir: str, manifests: str) -> None:
         """Keep the current manifest and ``keep`` before it; unlink blobs none of them use."""
@@ -640,6 +652,7 @@ class Checkpointer:
                 report.append({"name": name, "ok": False, "why": f"never saved: {why}",
                                "number": cell})  # fmt: skip
         self.last_path = list(sys.path)
+        self.number, self.cell_id = number, str(manifest.get("cell_id") or "")
         return {"number": number, "vars": _bounded_report(report)}
 
     def _replay_imports(self, manifest: dict[str, Any], report: list[dict[str, Any]]) -> None:
@@ -694,20 +707,26 @@ class Checkpointer:
             except BaseException as exc:
                 self._not_loaded(names, entries, exc, report)
                 continue
-            try:
-                value = pickle.loads(data)
-                values = value if len(names) > 1 or entries[names[0]].get("group") else None
-                loaded = values if isinstance(values, dict) else {names[0]: value}
-            except BaseException as exc:
-                self._not_loaded(names, entries, exc, report)
-                continue
-            idsets = frozenset({-int(digest[:15], 16) - 1})  # the group stays one
-            for name in names:
-                self.namespace[name] = loaded[name]
-                self.ids[name] = id(loaded[name])
-                self.entries[name] = entries[name]
-                self.idsets[name] = idsets
-                report.append({"name": name, "ok": True})
+            # One blob, one load per group, and per name outside a group: two names whose
+            # equal values pickle to the same bytes (x = 3, y = 3) share a blob, not an object.
+            grouped = [name for name in names if entries[name].get("group")]
+            loads = ([grouped] if grouped else []) + [[n] for n in names if n not in grouped]
+            for members in loads:
+                try:
+                    value = pickle.loads(data)
+                    loaded = value if members is grouped else {members[0]: value}
+                    if not isinstance(loaded, dict) or not all(n in loaded for n in members):
+                        raise ValueError("the group's blob does not hold its names")
+                except BaseException as exc:
+                    self._not_loaded(members, entries, exc, report)
+                    continue
+                idsets = frozenset({-int(digest[:15], 16) - 1})  # the group stays one
+                for name in members:
+                    self.namespace[name] = loaded[name]
+                    self.ids[name] = id(loaded[name])
+                    self.entries[name] = entries[name]
+                    self.idsets[name] = idsets if members is grouped else frozenset()
+                    report.append({"name": name, "ok": True})
 
     @staticmethod
     def _not_loaded(

@@ -312,6 +312,8 @@ class Kernel:
                 self.send({"type": "restored", "id": request, **self.restore()})
             elif kind == "checkpoint":  # a full sweep (before sleep, fork, a graceful stop)
                 ckpt = self.checkpoint(full=True)
+                if self.checkpointer is not None:
+                    self.checkpointer.wait()  # answered once on disk: the kernel may stop next
                 self.send({"type": "checkpointed", "id": request, "ckpt": ckpt or {}})
             elif kind == "sync":  # the parent lost track of our frames: this one it knows
                 self.send({"type": "synced", "nonce": str(message.get("nonce", ""))})
