@@ -76,6 +76,12 @@ DAMAGES = {
         "(ck / 'manifests' / (head + '.json')).write_text('[1, 2, 3]')",
         "could not be restored",
     ),
+    "manifest a FIFO": (  # read without waiting for a writer that never comes
+        "import os\nhead = (ck / 'HEAD').read_text()\n"
+        "(ck / 'manifests' / (head + '.json')).unlink()\n"
+        "os.mkfifo(ck / 'manifests' / (head + '.json'))",
+        "could not be restored",
+    ),
     "HEAD pointing nowhere": ("(ck / 'HEAD').write_text('999')", "could not be restored"),
     "HEAD garbage": ("(ck / 'HEAD').write_text('../../etc/passwd')", "could not be restored"),
     "everything deleted": (

@@ -149,7 +149,7 @@ def _code_names(code: types.CodeType, into: set[str]) -> None:
 
 def _atomic_write(directory: str, name: str, data: bytes) -> None:
     temp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o600)
     try:
         view = memoryview(data)
         while view:
@@ -173,11 +173,16 @@ def _private_dir(path: str) -> str:
     return path
 
 
+def _read(path: str, cap: int = -1) -> bytes:
+    """A file's bytes (at most ``cap``), never waiting on a FIFO a cell put in its place."""
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as file:
+        return file.read(cap)
+
+
 def read_format(directory: str) -> None:
     """Refuse a checkpoint written by a newer Scratchpad."""
     try:
-        with open(os.path.join(directory, "FORMAT"), "rb") as file:
-            found = json.loads(file.read(4096)).get("format")
+        found = json.loads(_read(os.path.join(directory, "FORMAT"), 4096)).get("format")
     except FileNotFoundError:
         return
     except (OSError, ValueError, AttributeError) as exc:
@@ -612,11 +617,10 @@ class Checkpointer:
         used: set[str] = set()
         for number in kept:
             try:
-                with open(os.path.join(manifests, f"{number}.json"), "rb") as file:
-                    entries = json.loads(file.read()).get("vars", {})
-            except (OSError, ValueError):
-                continue
-            used.update(str(entry.get("blob")) for entry in entries.values())
+                entries = json.loads(_read(os.path.join(manifests, f"{number}.json")))["vars"]
+                used.update(str(entry.get("blob")) for entry in entries.values())
+            except (OSError, ValueError, LookupError, TypeError, AttributeError):
+                continue  # a manifest the pad damaged keeps no blob
         for name in os.listdir(blob_dir):
             if name.endswith(".pkl") and name[:-4] not in used:
                 os.unlink(os.path.join(blob_dir, name))
@@ -626,11 +630,8 @@ class Checkpointer:
         """Load the current manifest into the namespace: imports first, then each blob on
         its own (one failure costs its names). The report for the server."""
         read_format(self.directory)
-        with open(os.path.join(self.directory, "HEAD"), "rb") as file:
-            number = int(file.read(64).strip())
-        path = os.path.join(self.directory, "manifests", f"{number}.json")
-        with open(path, "rb") as file:
-            manifest = json.loads(file.read())
+        number = int(_read(os.path.join(self.directory, "HEAD"), 64).strip())
+        manifest = json.loads(_read(os.path.join(self.directory, "manifests", f"{number}.json")))
         if manifest.get("format", FORMAT) > FORMAT:
             read_format(self.directory)
         report: list[dict[str, Any]] = []
@@ -690,8 +691,7 @@ class Checkpointer:
         for digest, names in by_blob.items():
             entries = {name: manifest["vars"][name] for name in names}
             try:
-                with open(os.path.join(self.directory, "blobs", f"{digest}.pkl"), "rb") as file:
-                    data = file.read()
+                data = _read(os.path.join(self.directory, "blobs", f"{digest}.pkl"))
                 if hashlib.sha256(data).hexdigest() != digest:
                     raise ValueError("the blob is damaged (its hash does not match)")
                 if MARKER in data:
