@@ -209,7 +209,7 @@ async def test_checkpoints_off_writes_nothing_and_restores_nothing(
         assert after.result == "False" and "all variables from before were lost" in after.logs
         died = await pad.execute("import os\nos._exit(3)")
         assert died.status == "killed" and died.error is not None
-        assert "All variables were lost. The next cell starts a fresh kernel." in died.error
+        assert "; all variables were lost. The next cell starts a fresh kernel." in died.error
     finally:
         await manager.close_all()
 

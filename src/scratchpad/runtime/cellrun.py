@@ -329,12 +329,9 @@ class CellRun:
         return f"{head}; {how}, so the kernel was killed and restarted{lost} {advice}".rstrip()
 
     def _lost(self, *, next_cell: bool = False) -> str:
-        """What became of the variables when the kernel went with the cell (``next_cell``:
-        the next cell starts the new kernel; else it was started at once)."""
-        if not self.restores:
-            return "All variables were lost." + (
-                " The next cell starts a fresh kernel." if next_cell else ""
-            )
+        """What became of the variables when the kernel went with the cell and checkpoints
+        are on (``next_cell``: the next cell starts the new kernel; else it was started at
+        once)."""
         saved = "the variables saved after the last finished cell from the checkpoint"
         new = "The next cell starts a new kernel, which restores" if next_cell else (
             "The new kernel restores"
@@ -415,14 +412,18 @@ class CellRun:
         cause = self.kernel.protocol_error or self.kernel.describe_exit(code)
         self.died = True
         self.cell.status = "killed"
+        lost = self._lost(next_cell=True) if self.restores else ""
         if self.kernel.stop_reason is not None:  # past a limit: the next cell says what holds
             self.cell.error = (
                 f"The pad's kernel was stopped while running this cell: "
-                f"{self.kernel.stop_reason}. {self._lost(next_cell=True)}\n"
+                f"{self.kernel.stop_reason}. {lost or 'All variables were lost.'}\n"
             )
             return
         self.cell.error = (
-            f"The pad's kernel {cause} while running this cell. {self._lost(next_cell=True)}\n"
+            f"The pad's kernel {cause} while running this cell. {lost}\n"
+            if lost
+            else f"The pad's kernel {cause} while running this cell; all variables were lost. "
+            "The next cell starts a fresh kernel.\n"
         )
 
     def _finish(self) -> Cell:
