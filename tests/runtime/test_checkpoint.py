@@ -294,6 +294,22 @@ async def test_close_saves_what_a_thread_changed_after_the_last_cell(
     assert f"It restored the variables saved after cell {cell.number}." in after.logs
 
 
+async def test_a_cell_stopped_by_close_says_the_last_finished_cells_variables_come_back(
+    manager: ScratchpadManager, pad: LocalRuntime
+) -> None:
+    await saved(pad, (await pad.execute("kept = [1]")).number)
+    running = asyncio.create_task(pad.execute("import time\nkept.append(2)\ntime.sleep(30)"))
+    while not pad.busy:  # noqa: ASYNC110 - a plain property
+        await asyncio.sleep(0.01)
+    await manager.close("ck")
+    stopped = await running
+    assert stopped.status == "killed" and stopped.error is not None
+    assert stopped.error.startswith("Cell stopped: the pad was closed while it ran; what it ")
+    assert "the variables saved after the last finished cell are restored" in stopped.error
+    again = await manager.get_or_create("ck")
+    assert (await again.execute("kept")).result == "[1]"
+
+
 async def test_each_manifest_records_the_generation_of_its_kernel(pad: LocalRuntime) -> None:
     def head() -> dict[str, object]:
         found = checkpoint.read_manifest(pad.root)
