@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scratchpad.errors import CellIdReusedError, InvalidInputError
-from scratchpad.runtime import accepts
+from scratchpad.runtime import accepts, checkpoint
 from scratchpad.runtime.accepts import Accepted, AcceptLog, check_repeat, load_recovered
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.history import CellHistory
@@ -41,6 +41,25 @@ def test_only_cells_accepted_by_a_dead_server_and_never_recorded_become_killed(
     assert "not run again" in (killed[0].error or "")
     again = load_recovered(CellHistory(tmp_path / "history.jsonl", 10**6))
     assert [c.id for c in again] == ["c5", "c6", "lost", "also"]  # recorded once, on disk
+
+
+def test_a_killed_cell_says_what_the_checkpoint_brings_back(tmp_path: Path) -> None:
+    """Its variables were lost with its kernel, unless the pad has a checkpoint: then those
+    of the last finished cell come back."""
+    for name, with_checkpoint in (("without", False), ("with", True)):
+        root = tmp_path / name
+        root.mkdir()
+        if with_checkpoint:
+            checkpoint.prepare(root)
+            (checkpoint.directory(root) / "HEAD").write_text("1")
+        AcceptLog(root).append(Accepted("gone", "h", time.time(), 1, "an earlier server"))
+        (cell,) = load_recovered(history_with(root))
+        error = cell.error or ""
+        assert error.startswith(accepts.KILLED)
+        if with_checkpoint:
+            assert "restores the variables saved after the last finished cell" in error
+        else:
+            assert "were lost with its kernel" in error
 
 
 def test_a_reset_forgets_the_log(tmp_path: Path) -> None:

@@ -207,6 +207,9 @@ async def test_checkpoints_off_writes_nothing_and_restores_nothing(
         await kill(pad)
         after = await pad.execute("'a' in dir()")
         assert after.result == "False" and "all variables from before were lost" in after.logs
+        died = await pad.execute("import os\nos._exit(3)")
+        assert died.status == "killed" and died.error is not None
+        assert "; all variables were lost. The next cell starts a fresh kernel." in died.error
     finally:
         await manager.close_all()
 
@@ -280,6 +283,68 @@ async def test_the_server_side_asks_for_a_full_sweep(pad: LocalRuntime, scratch:
     after = await pad.execute("box")
     assert after.result == "[1]"
     assert f"saved after cell {cell.number}." in after.logs  # a sweep is not a cell
+
+
+async def test_close_saves_what_a_thread_changed_after_the_last_cell(
+    manager: ScratchpadManager, pad: LocalRuntime
+) -> None:
+    code = (
+        "import threading, time\nbox = []\n"
+        "def later():\n    time.sleep(0.2)\n    box.append(1)\n    open('mutated', 'w').close()\n"
+        "threading.Thread(target=later).start()"
+    )
+    cell = await pad.execute(code)
+    await saved(pad, cell.number)  # box saved empty, with its cell
+    deadline = asyncio.get_running_loop().time() + DEADLINE_S
+    while not (pad.cwd / "mutated").exists():
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.01)
+    await manager.close("ck")  # an idle kernel: a full sweep before it stops
+    again = await manager.get_or_create("ck")
+    after = await again.execute("box")
+    assert after.result == "[1]", after.logs
+    assert f"It restored the variables saved after cell {cell.number}." in after.logs
+
+
+async def test_a_cell_stopped_by_close_says_the_last_finished_cells_variables_come_back(
+    manager: ScratchpadManager, pad: LocalRuntime
+) -> None:
+    await saved(pad, (await pad.execute("kept = [1]")).number)
+    running = asyncio.create_task(pad.execute("import time\nkept.append(2)\ntime.sleep(30)"))
+    while not pad.busy:  # noqa: ASYNC110 - a plain property
+        await asyncio.sleep(0.01)
+    await manager.close("ck")
+    stopped = await running
+    assert stopped.status == "killed" and stopped.error is not None
+    assert stopped.error.startswith("Cell stopped: the pad was closed while it ran; what it ")
+    assert "the variables saved after the last finished cell are restored" in stopped.error
+    again = await manager.get_or_create("ck")
+    assert (await again.execute("kept")).result == "[1]"
+
+
+async def test_each_manifest_records_the_generation_of_its_kernel(pad: LocalRuntime) -> None:
+    def head() -> dict[str, object]:
+        found = checkpoint.read_manifest(pad.root)
+        assert found is not None
+        return found
+
+    first = await pad.execute("a = [1]")
+    await saved(pad, first.number)
+    assert head()["generation"] == pad.generation == 1
+    await kill(pad)
+    second = await pad.execute("b = [2]")
+    await saved(pad, second.number)
+    assert head()["generation"] == pad.generation == 2
+
+
+async def test_equal_values_of_two_names_come_back_as_two_objects(pad: LocalRuntime) -> None:
+    """Equal values pickle to the same bytes, so they share one blob: both names come back,
+    each with its own object (no aliasing made up)."""
+    cell = await pad.execute("x = 3\ny = 3\nl1 = [1]\nl2 = [1]")
+    await saved(pad, cell.number)
+    await kill(pad)
+    after = await pad.execute("(x, y, l1, l2, l1 is l2)")
+    assert after.result == "(3, 3, [1], [1], False)", after.logs
 
 
 def test_the_server_never_unpickles() -> None:

@@ -84,7 +84,8 @@ async def test_a_forger_that_ignores_the_interrupt_is_killed_and_told_why(
     assert cell.error.startswith(
         "The kernel sent a 'done' frame for another cell: a cell wrote to the kernel's control "
         "channel; the cell was ended; it did not stop when interrupted, so the kernel was "
-        "killed and restarted: all variables were lost."
+        "killed and restarted. What this cell changed was lost. The new kernel restores the "
+        "variables saved after the last finished cell from the checkpoint"
     )
     await assert_healthy(pad)
 

@@ -215,7 +215,7 @@ async def test_a_full_sweep_after_a_restart_is_labelled_with_the_last_cell(
         assert asyncio.get_running_loop().time() < deadline, "the thread never ran"
         await asyncio.sleep(0.01)
     async with pad._lock:
-        await pad._slot.checkpoint_all()
+        await pad._slot.checkpoint_all("in a test")
     assert (checkpoint.directory(pad.root) / "HEAD").read_text() == "4"
     assert await pad.revert() == 3
     assert await run(pad, "('box' in dir(), v2)") == "(False, [2])"

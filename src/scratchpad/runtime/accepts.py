@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from scratchpad.errors import CellAcceptingError, CellIdReusedError, PadError, ScratchpadError
 from scratchpad.fsutil import append_whole, atomic_write_bytes, disk_full_in
+from scratchpad.runtime import checkpoint
 from scratchpad.runtime.cell import Cell, new_cell_id
 from scratchpad.runtime.history import CellHistory, frame, unframe
 from scratchpad.runtime.watch import PadWatch
@@ -51,9 +52,11 @@ MAX_BYTES = 1024 * 1024  # 100 entries of the longest code, thousands of short o
 CODE_CHARS = 8 * 1024  # of a cell's code in its entry (head and tail)
 QUEUED_WITHIN_S = 900.0  # a cell not queued by then (its pad never came up) is not entered
 BOOT = secrets.token_hex(6)  # this server process: ids it accepted are its own to finish
-KILLED = (
-    "The server stopped (or was killed) before this cell ended; it was not run again. Its "
-    "variables, if it ran, were lost with its kernel.\n"
+KILLED = "The server stopped (or was killed) before this cell ended; it was not run again. "
+LOST = "Its variables, if it ran, were lost with its kernel.\n"
+RESTORED = (
+    "What it changed, if it ran, was lost with its kernel; the pad's next kernel restores the "
+    "variables saved after the last finished cell from the checkpoint.\n"
 )
 log = logging.getLogger(__name__)
 _locks: dict[Path, threading.Lock] = {}
@@ -175,9 +178,11 @@ def load_recovered(history: CellHistory) -> list[Cell]:
             for entry in accepts.load().values()
             if entry.boot != BOOT and entry.id not in known and entry.number > last
         ]
+        saved = checkpoint.exists(history.path.parent)
         for entry in lost:
+            error = KILLED + (RESTORED if saved else LOST)
             cell = Cell(
-                code=entry.code, id=entry.id, number=entry.number, status="killed", error=KILLED
+                code=entry.code, id=entry.id, number=entry.number, status="killed", error=error
             )
             try:
                 history.append(cell)

@@ -71,7 +71,8 @@ class ScratchpadRuntime(ABC):
     @abstractmethod
     async def close(self, *, reason: str = CLOSED) -> None:
         """Stop the process; keep the environment for the next start. A running cell ends
-        saying ``reason`` and that its variables were lost."""
+        saying ``reason`` and what became of its variables (a backend with checkpoints brings
+        back those of the last finished cell at the next start)."""
 
     async def detach(self) -> None:
         """Let go of the pad, leaving it running where it can outlive this process (a remote

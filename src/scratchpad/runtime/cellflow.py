@@ -227,6 +227,7 @@ class CellFlow:
             notes=self._slot.take_notes(kernel),
             on_killed=self._slot.after_kill,
             on_finished=self._record,
+            restores=bool(settings.checkpoint_pad_mb),
         )
         self.run = run
         if ticket.cancelled.is_set():  # cancelled while its kernel started

@@ -81,8 +81,10 @@ class CellRun:
         notes: list[str],
         on_killed: Callable[[CellRun], Awaitable[None]],
         on_finished: Callable[[CellRun], None],
+        restores: bool = False,
     ) -> None:
         self.kernel = kernel
+        self.restores = restores  # the next kernel restores the checkpoint (what errors say)
         self.cell = cell
         self.timeouts = timeouts
         self.grace = grace
@@ -323,10 +325,18 @@ class CellRun:
             if self._interrupted_at is not None
             else "the kernel never entered the cell (no sign of life)"
         )
-        return (
-            f"{head}; {how}, so the kernel was killed and restarted: all variables were "
-            f"lost. {advice}".rstrip()
-        )
+        lost = f". {self._lost()}" if self.restores else ": all variables were lost."
+        return f"{head}; {how}, so the kernel was killed and restarted{lost} {advice}".rstrip()
+
+    def _lost(self, *, next_cell: bool = False) -> str:
+        """What became of the variables when the kernel went with the cell and checkpoints
+        are on (``next_cell``: the next cell starts the new kernel; else it was started at
+        once)."""
+        saved = "the variables saved after the last finished cell from the checkpoint"
+        new = "The next cell starts a new kernel, which restores" if next_cell else (
+            "The new kernel restores"
+        )  # fmt: skip
+        return f"What this cell changed was lost. {new} {saved} (the next cell's logs say which)."
 
     def _stop_reason_words(self) -> tuple[str, str]:
         """What stopped the cell, and what to do about it next time."""
@@ -402,14 +412,17 @@ class CellRun:
         cause = self.kernel.protocol_error or self.kernel.describe_exit(code)
         self.died = True
         self.cell.status = "killed"
+        lost = self._lost(next_cell=True) if self.restores else ""
         if self.kernel.stop_reason is not None:  # past a limit: the next cell says what holds
             self.cell.error = (
                 f"The pad's kernel was stopped while running this cell: "
-                f"{self.kernel.stop_reason}. All variables were lost.\n"
+                f"{self.kernel.stop_reason}. {lost or 'All variables were lost.'}\n"
             )
             return
         self.cell.error = (
-            f"The pad's kernel {cause} while running this cell; all variables were lost. "
+            f"The pad's kernel {cause} while running this cell. {lost}\n"
+            if lost
+            else f"The pad's kernel {cause} while running this cell; all variables were lost. "
             "The next cell starts a fresh kernel.\n"
         )
 

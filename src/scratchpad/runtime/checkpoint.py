@@ -12,10 +12,10 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import logging
 import os
-import shutil
 import stat
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -30,7 +30,7 @@ from scratchpad.fsutil import (
     copy_private,
     private_dir,
 )
-from scratchpad.runtime import sandboxing
+from scratchpad.runtime import sandboxing, workdir
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.scrub import Scrubber, scrubber
 from scratchpad.scrub.matcher import is_secret_length
@@ -41,6 +41,7 @@ LIBRARIES = ("cloudpickle", "dill")
 MANIFEST_CAP = 4 << 20  # bytes of a manifest the server reads
 NOTE_NAMES = 60  # names listed in a note
 NOTE_REASONS = 20
+log = logging.getLogger(__name__)
 
 
 def directory(root: Path) -> Path:
@@ -48,8 +49,31 @@ def directory(root: Path) -> Path:
 
 
 def exists(root: Path) -> bool:
-    """Whether the pad has a checkpoint to restore (its ``HEAD``)."""
-    return (directory(root) / "HEAD").is_file()
+    """Whether the pad has a checkpoint to restore (its ``HEAD``; never through a link)."""
+    return _real_dir(directory(root)) and _is(directory(root) / "HEAD", stat.S_ISREG)
+
+
+def _is(path: Path, kind: Callable[[int], bool]) -> bool:
+    try:
+        return kind(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _real_dir(path: Path) -> bool:
+    return _is(path, stat.S_ISDIR)
+
+
+def _remove(path: Path) -> None:
+    """Delete ``path`` whatever it is: a link (or a file) in the place of a directory is
+    unlinked, never followed; a tree goes as workdir removes one (modes a cell set too)."""
+    try:
+        if _real_dir(path):
+            workdir.remove_tree(path)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("could not delete %s: %s", path, exc)
 
 
 def prepare(root: Path) -> Path:
@@ -94,27 +118,34 @@ def secret_names(env: dict[str, str]) -> list[str]:
 
 def held_secret(path: Path, scrub: Scrubber) -> bool:
     """Whether a blob's bytes hold a secret the scrubber knows (read as bytes, never
-    unpickled)."""
-    text = path.read_bytes().decode("latin-1")
+    unpickled, never through a link)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as file:
+        text = file.read().decode("latin-1")
     return scrub.scrub(text) != text
 
 
 def drop_secrets(root: Path, scrub: Scrubber) -> int:
     """Remove the blobs of the pad's checkpoint that hold a secret (the scrubber learnt a new
-    one): a restore reports their names as not restored. How many went."""
+    one): a restore reports their names as not restored. How many went. A link the pad put
+    in the place of a directory or a blob is never followed."""
+    blobs = directory(root) / "blobs"
+    if not (_real_dir(directory(root)) and _real_dir(blobs)):
+        return 0
     dropped = 0
-    for path in sorted((directory(root) / "blobs").glob("*.pkl")):
-        if not path.is_symlink() and held_secret(path, scrub):
+    for path in sorted(blobs.glob("*.pkl")):
+        if _is(path, stat.S_ISREG) and held_secret(path, scrub):
             path.unlink(missing_ok=True)
             dropped += 1
     return dropped
 
 
 def delete(root: Path) -> None:
-    """Forget the pad's variables (reset): the checkpoint and any set aside go."""
-    shutil.rmtree(directory(root), ignore_errors=True)
+    """Forget the pad's variables (reset): the checkpoint and any set aside go (a link in
+    their place is removed, never followed)."""
+    _remove(directory(root))
     for entry in _asides(root):
-        shutil.rmtree(entry, ignore_errors=True)
+        _remove(entry)
 
 
 def set_aside(root: Path) -> Path | None:
@@ -127,7 +158,7 @@ def set_aside(root: Path) -> Path | None:
     target = root / f"{ASIDE_PREFIX}{max(taken, default=0) + 1}"
     os.rename(source, target)
     for old in sorted(_asides(root), key=lambda p: int(p.name[len(ASIDE_PREFIX) :]))[:-3]:
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(old)
     return target
 
 
@@ -143,25 +174,32 @@ def _asides(root: Path) -> list[Path]:
 
 
 def read_manifest(root: Path) -> dict[str, Any] | None:
-    """The current manifest as untrusted data (capped; None when absent or unreadable)."""
-    base = directory(root)
+    """The current manifest as untrusted data (capped; None when absent, unreadable, too big
+    or not an object). Every step is opened without following a link: the pad writes here."""
     try:
-        head = (base / "HEAD").read_bytes()[:32].strip()
-        if not head.isdigit():
-            return None
-        with open(base / "manifests" / f"{int(head)}.json", "rb") as file:
-            data = file.read(MANIFEST_CAP + 1)
+        with _opened(directory(root), os.O_DIRECTORY) as base:
+            with _opened("HEAD", dir_fd=base) as head_fd:
+                head = os.read(head_fd, 32).strip()
+            if not head.isdigit():
+                return None
+            with (
+                _opened("manifests", os.O_DIRECTORY, dir_fd=base) as manifests,
+                _opened(f"{int(head)}.json", dir_fd=manifests) as fd,
+                os.fdopen(os.dup(fd), "rb") as file,
+            ):
+                data = file.read(MANIFEST_CAP + 1)
         if len(data) > MANIFEST_CAP:
             return None
         manifest = json.loads(data)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return manifest if isinstance(manifest, dict) else None
 
 
 def _head(base: Path) -> int | None:
     try:
-        head = (base / "HEAD").read_bytes()[:32].strip()
+        with _opened(base / "HEAD") as fd:  # never through a link, nor blocking on a FIFO
+            head = os.read(fd, 32).strip()
     except OSError:
         return None
     return int(head) if head.isdigit() else None
@@ -235,6 +273,18 @@ def _link_or_copy(source: Path, target: Path, *, link: bool) -> None:
                 return
             target.unlink()
     copy_private(source, target)
+
+
+@contextlib.contextmanager
+def _opened(path: Path | str, flags: int = 0, *, dir_fd: int | None = None) -> Iterator[int]:
+    """A descriptor of ``path`` opened read-only, never through a link (nor blocking on a
+    FIFO the pad put there)."""
+    extra = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags | extra, dir_fd=dir_fd)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -411,7 +461,7 @@ async def resume(
         lost = f"The kernel {how}; this is a fresh kernel (all variables from before were lost)."
     if not settings.checkpoint_pad_mb or not await asyncio.to_thread(exists, root):
         return lost
-    how = how or "started again"
+    how = how or "stopped with its pad (closed, or the server stopped)"
     if suspect:
         return skipped_note(how, await asyncio.to_thread(set_aside, root))
     restored = await restore(kernel, settings.restore_timeout_s, on_other)

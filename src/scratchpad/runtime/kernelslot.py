@@ -118,13 +118,15 @@ class KernelSlot:
         last_error = ""
         self._death_reported = False
         await asyncio.to_thread(pad.ensure_cwd)  # the kernel starts in it
+        if self._state is None:
+            self._state = await asyncio.to_thread(read_state, pad.root)
         for attempt in range(attempts):
             if rebuild or attempt or not venv.is_reusable(pad.root):
                 with disk_full_in(settings.home):
                     await self._rebuild_venv(rebuild or last_error or "no usable virtualenv yet")
                 rebuild = None
             try:
-                self.kernel = await self._launcher.spawn()
+                self.kernel = await self._launcher.spawn(self.generation + 1)
             except KernelStartError as exc:
                 last_error = str(exc)
                 continue
@@ -169,7 +171,7 @@ class KernelSlot:
         kernel's state saved (:meth:`checkpoint_all`), the kernel stopped, the pad marked
         asleep since ``now`` in ``state.json``; its next start wakes it."""
         pad = self._pad
-        await self.checkpoint_all()
+        await self.checkpoint_all("before sleep")
         await self.stop()
         state = self._state
         if state is None:
@@ -180,16 +182,17 @@ class KernelSlot:
         except OSError as exc:
             log.warning("pad %r: could not write its state (asleep): %s", pad.name, exc)
 
-    async def checkpoint_all(self) -> None:
-        """Before the kernel stops for sleep, or its pad is forked: every variable checked
-        again (a full sweep), so the next start brings back what the kernel holds now; a
-        sweep that fails is logged (the checkpoint of the last cell stays)."""
+    async def checkpoint_all(self, why: str, timeout: float = REQUEST_TIMEOUT_S) -> None:
+        """Before the kernel stops (sleep, close, a graceful server stop): every variable
+        checked again (a full sweep) and on disk, so the next start brings back what the
+        kernel holds now, even a value changed in place since its last cell. Given up after
+        ``timeout``; a sweep that fails is logged (the checkpoint of the last cell stays)."""
         kernel = self.kernel
         if kernel is None or not kernel.alive or not self._pad.settings.checkpoint_pad_mb:
             return
-        outcome = await checkpoint.checkpoint_all(kernel, REQUEST_TIMEOUT_S, self.note_late)
+        outcome = await checkpoint.checkpoint_all(kernel, timeout, self.note_late)
         if outcome.get("error"):
-            log.warning("pad %r: full checkpoint: %s", self._pad.name, outcome["error"])
+            log.warning("pad %r: checkpoint %s: %s", self._pad.name, why, outcome["error"])
 
     async def flush_checkpoints(self) -> None:
         """Until the running kernel's checkpoints are on disk (none runs: nothing to wait

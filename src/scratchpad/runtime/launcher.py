@@ -62,12 +62,14 @@ class Launcher:
         default = PadLimits.from_settings(settings)
         self._limits = limits or (lambda: default)  # the pad's, asked at each start
 
-    async def spawn(self) -> KernelProcess:
+    async def spawn(self, generation: int = 0) -> KernelProcess:
         """One kernel, confined as this system allows (see ``confinement``); when its launcher
-        refuses a mechanism, the next start does without it (unless the setting requires it)."""
+        refuses a mechanism, the next start does without it (unless the setting requires it).
+        ``generation``: the kernel's (its checkpoints record it)."""
         self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
         ckpt = checkpoint.kernel_config(self.settings, self.root, self.cwd)
         if ckpt is not None:
+            ckpt["generation"] = generation
             await asyncio.to_thread(checkpoint.prepare, self.root)
         while True:
             spec = await asyncio.to_thread(self.spec)

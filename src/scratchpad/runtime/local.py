@@ -2,8 +2,9 @@
 
 Cells run one at a time, in the order they were submitted. Each has an id from the moment it
 is queued: cancelling a queued cell removes it (it never runs), cancelling the running one
-interrupts it. Reset, close and remove end the running cell at once (saying its variables
-were lost) and cancel the queued ones.
+interrupts it. Reset, close and remove end the running cell at once (saying what became of
+its variables: lost, or after a close restored from the checkpoint at the next start) and
+cancel the queued ones.
 
 A pad idle for ``SCRATCHPAD_SLEEP_AFTER_S`` is put to sleep by its manager
 (:meth:`LocalRuntime.sleep_if_idle`): its kernel stops; its next use starts one again.
@@ -44,6 +45,7 @@ from scratchpad.scrub import register
 
 log = logging.getLogger(__name__)
 ABORT_WAIT_S = 10.0  # how long reset/close wait for the running cell to end
+SAVE_ON_CLOSE_S = 5.0  # the checkpoint sweep of close (the server's shutdown grace)
 
 
 class LocalRuntime(ScratchpadRuntime):
@@ -179,17 +181,24 @@ class LocalRuntime(ScratchpadRuntime):
             await self._slot.ensure()
 
     async def close(self, *, reason: str = CLOSED) -> None:
+        """Stop the kernel; an idle one first saves every variable (a full checkpoint sweep,
+        at most ``SAVE_ON_CLOSE_S``), so the next start brings back what it holds now."""
+        await self._close(reason, save=True)
+
+    async def _close(self, reason: str, *, save: bool) -> None:
         self._closed = True
-        await self._end_cells(reason)
+        await self._end_cells(reason, restorable=save)
         async with self._lock:
             stopping = self._slot.kernel is not None
+            if save:
+                await self._slot.checkpoint_all("before close", SAVE_ON_CLOSE_S)
             await self._slot.stop()
             self._history.close()
         if stopping:
             self.watch.status(self)
 
     async def cleanup(self) -> None:
-        await self.close(reason="the pad was removed")
+        await self._close("the pad was removed", save=False)  # its checkpoint goes too
         self._destroyed = True
         await self._remove_files()  # the workdir first: a removal stopped half-way leaves a pad
         self.watch.status(self, "removed")
@@ -278,7 +287,7 @@ class LocalRuntime(ScratchpadRuntime):
         if not isinstance(target, LocalRuntime):
             raise PadError(f"pad {self.name!r} is local: it can only be forked into a local pad")
         async with self._lock:
-            await self._slot.checkpoint_all()
+            await self._slot.checkpoint_all("before a fork")
             with disk_full_in(self.settings.home):
                 await asyncio.to_thread(padfork.copy_files, self.root, target.root, target.name)
         try:
@@ -323,9 +332,10 @@ class LocalRuntime(ScratchpadRuntime):
             if kernel is not None and kernel.alive:
                 await self._slot.request({"type": "set_env", "env": env}, "ack")
 
-    async def _end_cells(self, why: str) -> None:
+    async def _end_cells(self, why: str, *, restorable: bool = False) -> None:
         """Cancel the queued cells and stop the running one (its state goes with the
-        kernel); wait until it is recorded."""
+        kernel; ``restorable``: what the checkpoint holds comes back at the next start);
+        wait until it is recorded."""
         current = self._queue.current
         for ticket in self._queue.others():
             ticket.cancel(f"Cell cancelled before it started: {why}; nothing ran.")
@@ -333,7 +343,13 @@ class LocalRuntime(ScratchpadRuntime):
             return
         run = self._flow.run
         if run is not None and run.cell is current.cell:
-            run.abort(f"Cell stopped: {why} while it ran; all variables were lost.")
+            lost = "all variables were lost"
+            if restorable and self.settings.checkpoint_pad_mb:
+                lost = (
+                    "what it changed was lost; the variables saved after the last finished "
+                    "cell are restored when the pad starts again"
+                )
+            run.abort(f"Cell stopped: {why} while it ran; {lost}.")
         else:
             current.cancel(f"Cell cancelled before it started: {why}; nothing ran.")
         with contextlib.suppress(TimeoutError):

@@ -54,7 +54,7 @@ async def remove(path: Path) -> None:
         return
     if not path.exists():
         return
-    await asyncio.to_thread(_remove_tree, path)
+    await asyncio.to_thread(remove_tree, path)
     if path.exists():
         log.warning("could not delete all of %s; delete what is left by hand", path)
 
@@ -62,7 +62,7 @@ async def remove(path: Path) -> None:
 UNLOCK_PASSES = 3  # a cell's locked directories may nest: each pass unlocks one level more
 
 
-def _remove_tree(path: Path) -> None:
+def remove_tree(path: Path) -> None:
     """``rmtree`` from ``path`` (never following a link: it walks by descriptors), giving
     back to the owner the directories it could not read or write, then again from ``path``.
     Never by the path of what failed: a process of the pad still running (where nothing

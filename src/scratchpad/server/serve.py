@@ -169,8 +169,9 @@ async def _serve_locked(
 
 class PadServer(uvicorn.Server):
     """uvicorn, stopping the pads first: no new connections, running cells get
-    ``SHUTDOWN_GRACE_S`` to finish, then every pad is closed, so each open stream ends with
-    its cell's final frame (saying the server stopped) before the connections are closed."""
+    ``SHUTDOWN_GRACE_S`` to finish, then every pad is closed (an idle kernel first saves its
+    variables: a full checkpoint, bounded the same), so each open stream ends with its
+    cell's final frame (saying the server stopped) before the connections are closed."""
 
     def __init__(self, config: uvicorn.Config, manager: ScratchpadManager) -> None:
         super().__init__(config)

@@ -10,7 +10,8 @@ Format 1, in the pad's ``checkpoint/`` directory::
 
     FORMAT                  {"format": 1}
     blobs/<sha256>.pkl      one value, or one aliasing group ({name: value}); never rewritten
-    manifests/<number>.json the variables after cell <number> (see :meth:`Checkpointer.manifest`)
+    manifests/<number>.json the variables after cell <number>, and the generation of the
+                            kernel that wrote them (see :meth:`Checkpointer.manifest`)
     HEAD                    the number of the current manifest, written last
 
 What changed is found without pickling (ids of the bindings, names the cell's code mentions,
@@ -148,7 +149,7 @@ def _code_names(code: types.CodeType, into: set[str]) -> None:
 
 def _atomic_write(directory: str, name: str, data: bytes) -> None:
     temp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o600)
     try:
         view = memoryview(data)
         while view:
@@ -172,11 +173,16 @@ def _private_dir(path: str) -> str:
     return path
 
 
+def _read(path: str, cap: int = -1) -> bytes:
+    """A file's bytes (at most ``cap``), never waiting on a FIFO a cell put in its place."""
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as file:
+        return file.read(cap)
+
+
 def read_format(directory: str) -> None:
     """Refuse a checkpoint written by a newer Scratchpad."""
     try:
-        with open(os.path.join(directory, "FORMAT"), "rb") as file:
-            found = json.loads(file.read(4096)).get("format")
+        found = json.loads(_read(os.path.join(directory, "FORMAT"), 4096)).get("format")
     except FileNotFoundError:
         return
     except (OSError, ValueError, AttributeError) as exc:
@@ -229,6 +235,7 @@ class Checkpointer:
         self.pad_cap = int(config.get("pad_cap") or 1024 << 20)
         self.keep = int(config.get("keep") or 2)
         self.sweep_cells = int(config.get("sweep_cells") or 50)
+        self.generation = int(config.get("generation") or 0)  # of this kernel
         self.workspace = str(config.get("workspace") or "")
         self.secret_env = [str(name) for name in config.get("secret_env") or ()]
         self.base_path = list(config.get("base_path") or sys.path)  # before any cell
@@ -240,10 +247,11 @@ class Checkpointer:
         self.modules: dict[str, str] = {}
         self.from_imports: dict[str, str] = {}
         self.cells = 0
-        self.number = 0  # of the cell being checkpointed
-        self.last_cell = 0  # the number of the last cell run (or restored): a sweep's label
+        self.number = 0  # of the cell being checkpointed (or last checkpointed, or restored)
+        self.cell_id = ""  # its id
         self.last_body = ""  # the last manifest written or restored, but its cell (_body)
         self.late: list[str] = []  # write failures of the last checkpoint, told next time
+        self.unwritten = False  # a write failed: the next checkpoint writes everything again
         self.writer: Any = None  # the writer thread's condition, from the first write
         self.pending: list[tuple[dict[str, bytes], bytes, int, int]] = []  # oldest first
         self.pending_bytes = 0
@@ -308,10 +316,12 @@ class Checkpointer:
         nothing changed and nothing is to be told)."""
         began = time.perf_counter()
         sweep = not cell_id  # asked by the server (before sleep, fork, a stop): not a cell
-        if not sweep:
+        if sweep:  # the state after the last cell, as it is now
+            cell_id, number = self.cell_id, self.number
+        else:
             self.cells += 1
-            self.last_cell = number or self.last_cell
-        full = full or sweep or self.cells % self.sweep_cells == 0
+        full = full or sweep or self.unwritten or self.cells % self.sweep_cells == 0
+        self.unwritten = False
         current = self.saved_names()
         removed = [name for name in self.ids if name not in current]
         dirty = self.dirty(current, codes, full)
@@ -341,7 +351,7 @@ class Checkpointer:
             self.modules.pop(name, None)
             self.from_imports.pop(name, None)
         defined = {"cell_id": cell_id, "number": number}
-        self.number = number
+        self.number, self.cell_id = number, cell_id
         new_failures: dict[str, str] = {}
         pickled: dict[str, bytes] = {}
         sers: dict[str, str] = {}
@@ -371,7 +381,7 @@ class Checkpointer:
             }
         blobs = self._group_blobs(current, pickled, sers, new_failures, defined)
         self._enforce_pad_cap(blobs, new_failures)
-        number = number or self.last_cell or self.cells  # a sweep: after the last cell
+        number = number or self.cells  # a cell without a number: counted here
         manifest = self.manifest(cell_id, number)
         body = _body(manifest)
         if body != self.last_body:  # else the current manifest says it all: HEAD stays put
@@ -479,6 +489,7 @@ class Checkpointer:
         base = set(self.base_path)
         return {
             "format": FORMAT,
+            "generation": self.generation,
             "cell_id": cell_id,
             "number": number,
             "vars": self.entries,
@@ -596,8 +607,12 @@ class Checkpointer:
             _fsync_dir(root)
             self._collect(root, blob_dir, manifests)
         except Exception as exc:  # ENOSPC, a removed directory...: told with the next cell
-            self.late.append(f"checkpoint after cell {number} was not written: {exc}")
+            self.unwritten = True  # what it held is on disk only once written again
             self.last_body = ""  # the next checkpoint is written even if it says the same
+            self.late.append(
+                f"variables not saved: the checkpoint after cell {number} could not be written "
+                f"({exc}); the next cell saves every variable again"
+            )
 
     def _collect(self, root: str, blob_dir: str, manifests: str) -> None:
         """Keep the current manifest and ``keep`` before it; unlink blobs none of them use."""
@@ -611,11 +626,10 @@ class Checkpointer:
         used: set[str] = set()
         for number in kept:
             try:
-                with open(os.path.join(manifests, f"{number}.json"), "rb") as file:
-                    entries = json.loads(file.read()).get("vars", {})
-            except (OSError, ValueError):
-                continue
-            used.update(str(entry.get("blob")) for entry in entries.values())
+                entries = json.loads(_read(os.path.join(manifests, f"{number}.json")))["vars"]
+                used.update(str(entry.get("blob")) for entry in entries.values())
+            except (OSError, ValueError, LookupError, TypeError, AttributeError):
+                continue  # a manifest the pad damaged keeps no blob
         for name in os.listdir(blob_dir):
             if name.endswith(".pkl") and name[:-4] not in used:
                 os.unlink(os.path.join(blob_dir, name))
@@ -625,11 +639,8 @@ class Checkpointer:
         """Load the current manifest into the namespace: imports first, then each blob on
         its own (one failure costs its names). The report for the server."""
         read_format(self.directory)
-        with open(os.path.join(self.directory, "HEAD"), "rb") as file:
-            number = int(file.read(64).strip())
-        path = os.path.join(self.directory, "manifests", f"{number}.json")
-        with open(path, "rb") as file:
-            manifest = json.loads(file.read())
+        number = int(_read(os.path.join(self.directory, "HEAD"), 64).strip())
+        manifest = json.loads(_read(os.path.join(self.directory, "manifests", f"{number}.json")))
         if manifest.get("format", FORMAT) > FORMAT:
             read_format(self.directory)
         report: list[dict[str, Any]] = []
@@ -651,7 +662,7 @@ class Checkpointer:
                 report.append({"name": name, "ok": False, "why": f"never saved: {why}",
                                "number": cell})  # fmt: skip
         self.last_path = list(sys.path)
-        self.last_cell = self.number = number  # a sweep before its first cell: still after it
+        self.number, self.cell_id = number, str(manifest.get("cell_id") or "")
         self.last_body = _body(manifest)
         return {"number": number, "vars": _bounded_report(report)}
 
@@ -690,8 +701,7 @@ class Checkpointer:
         for digest, names in by_blob.items():
             entries = {name: manifest["vars"][name] for name in names}
             try:
-                with open(os.path.join(self.directory, "blobs", f"{digest}.pkl"), "rb") as file:
-                    data = file.read()
+                data = _read(os.path.join(self.directory, "blobs", f"{digest}.pkl"))
                 if hashlib.sha256(data).hexdigest() != digest:
                     raise ValueError("the blob is damaged (its hash does not match)")
                 if MARKER in data:
@@ -707,20 +717,26 @@ class Checkpointer:
             except BaseException as exc:
                 self._not_loaded(names, entries, exc, report)
                 continue
-            try:
-                value = pickle.loads(data)
-                values = value if len(names) > 1 or entries[names[0]].get("group") else None
-                loaded = values if isinstance(values, dict) else {names[0]: value}
-            except BaseException as exc:
-                self._not_loaded(names, entries, exc, report)
-                continue
-            idsets = frozenset({-int(digest[:15], 16) - 1})  # the group stays one
-            for name in names:
-                self.namespace[name] = loaded[name]
-                self.ids[name] = id(loaded[name])
-                self.entries[name] = entries[name]
-                self.idsets[name] = idsets
-                report.append({"name": name, "ok": True})
+            # One blob, one load per group, and per name outside a group: two names whose
+            # equal values pickle to the same bytes (x = 3, y = 3) share a blob, not an object.
+            grouped = [name for name in names if entries[name].get("group")]
+            loads = ([grouped] if grouped else []) + [[n] for n in names if n not in grouped]
+            for members in loads:
+                try:
+                    value = pickle.loads(data)
+                    loaded = value if members is grouped else {members[0]: value}
+                    if not isinstance(loaded, dict) or not all(n in loaded for n in members):
+                        raise ValueError("the group's blob does not hold its names")
+                except BaseException as exc:
+                    self._not_loaded(members, entries, exc, report)
+                    continue
+                idsets = frozenset({-int(digest[:15], 16) - 1})  # the group stays one
+                for name in members:
+                    self.namespace[name] = loaded[name]
+                    self.ids[name] = id(loaded[name])
+                    self.entries[name] = entries[name]
+                    self.idsets[name] = idsets if members is grouped else frozenset()
+                    report.append({"name": name, "ok": True})
 
     @staticmethod
     def _not_loaded(
@@ -733,8 +749,10 @@ class Checkpointer:
 
 
 def _body(manifest: dict[str, Any]) -> str:
-    """What a manifest says of the variables (not which cell it follows), comparable."""
-    what = {key: value for key, value in manifest.items() if key not in ("cell_id", "number")}
+    """What a manifest says of the variables (not which cell, nor which kernel, wrote it),
+    comparable."""
+    skip = ("cell_id", "number", "generation")
+    what = {key: value for key, value in manifest.items() if key not in skip}
     return json.dumps(what, sort_keys=True, default=str)
 
 

@@ -313,7 +313,7 @@ class Kernel:
             elif kind == "checkpoint":  # a full sweep (before sleep, fork, revert), on disk
                 ckpt = self.checkpoint(full=True)
                 if self.checkpointer is not None:
-                    self.checkpointer.wait()  # answered once written: the parent reads it next
+                    self.checkpointer.wait()  # answered once on disk: the kernel may stop next
                 self.send({"type": "checkpointed", "id": request, "ckpt": ckpt or {}})
             elif kind == "flush":  # every checkpoint handed to the writer on disk (a revert)
                 if self.checkpointer is not None:
