@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from pathlib import Path
 
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
+from scratchpad.cli.background import stop
 from scratchpad.config import Settings
+from scratchpad.isolation import cli_command
 from tests.server.test_mcp import connected, run, texts
 
 
@@ -115,3 +119,26 @@ async def test_bad_detached_cell_calls_say_what_to_do(settings: Settings, worksp
     assert bad_wait[0] and "wait_s must be a number of seconds" in bad_wait[1], bad_wait[1]
     assert bad_id[0] and "use 1-64 letters, digits" in bad_id[1], bad_id[1]
     assert empty[0] and "No code received" in empty[1], empty[1]
+
+
+async def test_detached_cells_over_stdio_live_on_the_pad_server(tmp_path: Path) -> None:
+    """``scratchpad mcp`` drives the pads of its home's server: start is that server's
+    submit, so its rules hold there too."""
+    settings = Settings(home=tmp_path / "home")
+    env = {**os.environ, "SCRATCHPAD_HOME": str(settings.home)}
+    command = cli_command("mcp")
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=tmp_path)
+    code = "import time\ntime.sleep(1)\nprint('hi')\n6 * 7"
+    try:
+        async with Client(params) as client:
+            failed, started = await call(client, "start", "p", code=code, cell_id="far")
+            assert not failed, started
+            failed, ended = await call(client, "wait", "p", cell_id="far", wait_s=30)
+            peeked = await call(client, "peek", "p", cell_id="far")
+            other = await call(client, "start", "p", code="1", cell_id="far")
+    finally:
+        stop(settings)
+    assert json.loads(started.splitlines()[0])["id"] == "far"
+    assert not failed and "hi" in ended and "[result]\n42" in ended, ended
+    assert peeked == (False, ended)
+    assert other[0] and "already names a cell with other code" in other[1], other[1]

@@ -334,7 +334,21 @@ async def cell_handle(manager: ScratchpadManager, name: str, cell_id: str) -> Ce
         if not await manager.has_pad(name):
             _absent(name, "peek")
         return await manager.peek(name).cell(cell_id)
-    return await (await manager.get_or_create(name)).cell(cell_id)
+    pad = await manager.get_or_create(name)  # a pad server's: its handle follows the cell
+    known = _following.get((name, cell_id))
+    if known is not None and known.pad is pad:
+        return known  # one follower per cell, however often it is looked at
+    handle = await pad.cell(cell_id)
+    for key, followed in list(_following.items()):
+        if followed.journal.terminal is not None:
+            del _following[key]
+    if handle.journal.terminal is None and len(_following) < FOLLOWED_MAX:
+        _following[(name, cell_id)] = handle
+    return handle
+
+
+_following: dict[tuple[str, str], CellHandle] = {}  # running cells of a pad server, followed
+FOLLOWED_MAX = 256
 
 
 def _wait_seconds(value: object) -> float:
