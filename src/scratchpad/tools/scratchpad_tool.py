@@ -138,7 +138,8 @@ def describe(notable_packages: list[str], credentials: str = "") -> str:
         "Inside a cell: progress(msg) for long work, display(obj) for rich output, "
         "sample(value) for a quick look at data. A call lasts as long as its cell: clients "
         "need a timeout longer than their longest cell (given a progress token, progress "
-        "comes at least every 10 s). Large output is saved as an observation "
+        "comes at least every 10 s); for longer work, start runs a cell without waiting and "
+        "peek or wait (with its cell_id) follow it. Large output is saved as an observation "
         f"you can read with read_observation. Notable installed packages: {packages}."
         f"{credentials}"
     )
