@@ -114,11 +114,17 @@ async def test_a_long_exec_becomes_a_task_polled_to_the_result_a_plain_exec_give
                 done = await poll(client.session, created.task_id, {"completed"})
                 failed, waited = await call(client, "wait", "p", cell_id="t1")
                 transparent = await client.call_tool("scratchpad", run("p", gated(scratch)))
+                raising = gated(scratch, "go-on") + "\nraise ValueError('boom')"
+                failing = await exec_call(client, run("p", raising))
+                assert isinstance(failing, CreatedTask), failing
+                (scratch / "go-on").touch()
+                failed_task = await poll(client.session, failing.task_id, {"completed"})
                 refused = await exec_call(client, {"action": "exec", "name": "p", "code": ""})
                 with pytest.raises(MCPError) as unknown:
                     await task_call(client.session, "tasks/get", "nothing.cA")
             async with Client(server) as plain:  # no extension: a plain result, as ever
                 slow = await plain.call_tool("scratchpad", run("p", SLOW))
+                same = await plain.call_tool("scratchpad", run("p", gated(scratch)))
     assert isinstance(quick, types.CallToolResult) and "[result]\n42" in texts(quick)
     assert created.status == "working" and created.poll_interval_ms and created.ttl_ms is None
     assert created.task_id.startswith("t1.") and created.created_at.endswith("Z")
@@ -128,6 +134,10 @@ async def test_a_long_exec_becomes_a_task_polled_to_the_result_a_plain_exec_give
     result = types.CallToolResult.model_validate(done["result"])
     assert not result.is_error and not failed
     assert texts(result) == waited and "'finished'" in waited  # the answer exec gives
+    assert (result.content, result.is_error) == (same.content, same.is_error)
+    assert "[output]\nbegun" in texts(same)
+    errored = types.CallToolResult.model_validate(failed_task["result"])
+    assert errored.is_error and "ValueError: boom" in texts(errored), failed_task
     assert not transparent.is_error and "'finished'" in texts(transparent)
     assert isinstance(refused, types.CallToolResult) and refused.is_error
     assert "No code received" in texts(refused)
@@ -178,3 +188,29 @@ async def test_a_task_outlives_its_connection_over_streamable_http(tmp_path: Pat
     assert working["status"] == "working", working
     assert "'finished'" in texts(types.CallToolResult.model_validate(done["result"]))
     assert not slow.is_error and "[result]\n7" in texts(slow)
+
+
+async def test_a_client_that_gives_up_before_its_task_is_answered_cancels_the_cell(
+    settings: Settings, workspace: Path, scratch: Path
+) -> None:
+    """No task id reached the client, so nobody could ever cancel the cell: it is cancelled,
+    as a plain exec's cell is when its caller gives up."""
+    with ObservationStore(workspace / "obs.db", settings=settings) as store:
+        async with (
+            ScratchpadManager(workspace=workspace, settings=settings) as manager,
+            Client(create_mcp_server(manager, store), extensions=[Tasks()]) as client,
+        ):
+            assert not (await client.call_tool("scratchpad", run("p", "1"))).is_error
+            gave_up = {**run("p", gated(scratch, "never")), "cell_id": "left"}
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.5):
+                    await client.session.call_tool("scratchpad", gave_up, allow_claimed=True)
+            deadline = time.monotonic() + 20
+            while True:
+                _, answer = await call(client, "peek", "p", cell_id="left")
+                if "Cell cancelled" in answer or "has no cell" in answer:
+                    break
+                assert time.monotonic() < deadline, answer
+                await asyncio.sleep(0.1)
+            listed = await client.call_tool("scratchpad", {"action": "list"})
+    assert "'p': idle" in texts(listed)  # nothing runs on

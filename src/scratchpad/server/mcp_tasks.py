@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -58,6 +59,7 @@ INLINE_S = 1.0  # a cell that ends this soon is answered as a plain result, not 
 POLL_INTERVAL_MS = 2000
 KEPT = 1024  # tasks remembered here (creation time, final result); older ones are found again
 STATUS_CHARS = 500
+log = logging.getLogger(__name__)
 
 Dispatch = Callable[[str, dict[str, Any], ToolSessionContext], Awaitable[ToolOutcome]]
 Answer = Callable[[ToolOutcome], types.CallToolResult]
@@ -133,6 +135,7 @@ class TasksExtension(Extension):
         self._new_context = new_context
         self._answer = answer
         self._tasks: OrderedDict[str, _Task] = OrderedDict()
+        self._cancelling: set[asyncio.Task[None]] = set()
 
     def methods(self) -> Sequence[MethodBinding]:
         versions = frozenset(MODERN_PROTOCOL_VERSIONS)
@@ -155,15 +158,18 @@ class TasksExtension(Extension):
             return await call_next(ctx)
         cell_id = arguments.get("cell_id") or new_cell_id()
         started = {**arguments, "action": "start", "cell_id": cell_id}
-        outcome = await self._dispatch(SCRATCHPAD, started, self._new_context())
-        if not outcome.ok:  # refused before it ran: exec's own answer
-            return self._answer(outcome)
         name = str(arguments.get("name"))
+        try:
+            outcome = await self._dispatch(SCRATCHPAD, started, self._new_context())
+            if not outcome.ok:  # refused before it ran: exec's own answer
+                return self._answer(outcome)
+            handle = await cell_handle(self.manager, name, cell_id)
+            ended = await handle.wait(INLINE_S)
+        except asyncio.CancelledError:  # the client gave up before it knew of a task
+            self._cancel_soon(name, cell_id)
+            raise
         task = self._remember(task_id(name, cell_id), name, cell_id)
-        handle = await cell_handle(self.manager, name, cell_id)
-        if await handle.wait(INLINE_S) is not None:
-            ended = await handle.peek()
-            assert isinstance(ended, Cell)
+        if ended is not None:  # a short cell: the plain result
             return self._answer(ended_cell(self._new_context(), name, ended))
         return {"resultType": "task", **await self._detailed(task)}
 
@@ -195,6 +201,20 @@ class TasksExtension(Extension):
         return {}
 
     # -- helpers ---------------------------------------------------------------------------
+    def _cancel_soon(self, name: str, cell_id: str) -> None:
+        """Cancel a cell whose caller went away (from a task of its own: the caller's is
+        being cancelled), as a plain exec's cell is."""
+
+        async def cancel() -> None:
+            try:
+                await self.manager.cancel(name, cell_id)
+            except ScratchpadError as exc:
+                log.warning("could not cancel cell %s of pad %r: %s", cell_id, name, exc)
+
+        task = asyncio.get_running_loop().create_task(cancel())
+        self._cancelling.add(task)
+        task.add_done_callback(self._cancelling.discard)
+
     def _task(self, ctx: ServerRequestContext[Any, Any], value: str) -> _Task:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             raise MCPError(METHOD_NOT_FOUND, "Method not found")
