@@ -353,6 +353,7 @@ FOLLOWED_MAX = 256
 
 
 def _wait_seconds(value: object) -> float:
+    """How long a wait call waits: ``wait_s`` checked, at most WAIT_MAX_S."""
     if value is None:
         return WAIT_DEFAULT_S
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
@@ -366,20 +367,14 @@ def so_far(name: str, standing: dict[str, Any]) -> str:
     """A cell that has not ended, as the model reads it: its status and output so far
     (scrubbed, each stream cut to head and tail)."""
     cell_id = standing.get("id", "")
-    status = standing.get("status", "running")
-    lines = [f"Cell {cell_id!r} of pad {name!r} is {status}."]
     started = standing.get("started_at")
-    if isinstance(started, int | float):
-        lines[0] = (
-            f"Cell {cell_id!r} of pad {name!r} is {status} ({time.time() - started:.0f} s so far)."
-        )
-    if standing.get("progress"):
-        lines.append(f"[progress]\n{cut_middle(scrub(str(standing['progress'])), 500)}")
+    since = f" ({time.time() - started:.0f} s so far)" if isinstance(started, int | float) else ""
+    lines = [f"Cell {cell_id!r} of pad {name!r} is {standing.get('status', 'running')}{since}."]
+    if progress := standing.get("progress"):
+        lines.append(f"[progress]\n{cut_middle(scrub(str(progress)), 500)}")
     for stream in ("stdout", "stderr"):
-        if standing.get(stream):
-            lines.append(
-                f"[{stream} so far]\n{cut_middle(scrub(str(standing[stream])), SO_FAR_CHARS)}"
-            )
+        if text := standing.get(stream):
+            lines.append(f"[{stream} so far]\n{cut_middle(scrub(str(text)), SO_FAR_CHARS)}")
     shown = len(standing.get("displays") or []) + int(standing.get("displays_dropped") or 0)
     if shown:
         lines.append(f"[displays] {shown} so far (shown when the cell ends)")
