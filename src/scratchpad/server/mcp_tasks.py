@@ -168,7 +168,8 @@ class TasksExtension(Extension):
         except asyncio.CancelledError:  # the client gave up before it knew of a task
             self._cancel_soon(name, cell_id)
             raise
-        task = self._remember(task_id(name, cell_id), name, cell_id)
+        now = _now()
+        task = self._keep(task_id(name, cell_id), _Task(name, cell_id, now, now))
         if ended is not None:  # a short cell: the plain result
             return self._answer(ended_cell(self._new_context(), name, ended))
         return {"resultType": "task", **await self._detailed(task)}
@@ -221,17 +222,16 @@ class TasksExtension(Extension):
         known = self._tasks.get(value)
         if known is not None:
             return known
-        name, cell_id = parse_task_id(value)  # a task of an earlier connection or server
-        return self._remember(value, name, cell_id)
+        name, cell_id = parse_task_id(value)  # a task of an earlier connection or server:
+        now = _now()  # remembered once its cell is found (_detailed)
+        return _Task(name, cell_id, now, now)
 
-    def _remember(self, key: str, name: str, cell_id: str) -> _Task:
-        task = self._tasks.get(key)
-        if task is None:
-            now = _now()
-            task = self._tasks[key] = _Task(name, cell_id, now, now)
-            while len(self._tasks) > KEPT:
-                self._tasks.popitem(last=False)
-        return task
+    def _keep(self, key: str, task: _Task) -> _Task:
+        """Remember ``task`` under ``key`` (the one already remembered, if any)."""
+        kept = self._tasks.setdefault(key, task)
+        while len(self._tasks) > KEPT:
+            self._tasks.popitem(last=False)
+        return kept
 
     async def _look(self, task: _Task) -> Cell | dict[str, Any]:
         """The task's cell as it stands; INVALID_PARAMS when there is no such cell."""
@@ -250,6 +250,7 @@ class TasksExtension(Extension):
             return task.final
         standing = await self._look(task)
         key = task_id(task.name, task.cell_id)
+        task = self._keep(key, task)
         common = {"taskId": key, "createdAt": task.created_at, "ttlMs": None}
         if isinstance(standing, Cell):
             task.updated_at = _now()
