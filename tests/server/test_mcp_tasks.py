@@ -2,7 +2,8 @@
 that opts in becomes a task it polls with ``tasks/get`` and cancels with ``tasks/cancel``;
 clients that do not opt in get plain results. Driven by the official MCP client, which opts
 in through a ``ClientExtension`` that claims ``resultType: "task"`` (the SDK has the
-extension points, no tasks client of its own), in-process and over streamable HTTP."""
+extension points, no tasks client of its own), in-process and over streamable HTTP, and by
+hand: raw JSON-RPC over streamable HTTP."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+import httpx
 import httpx2
 import mcp_types as types
 import pytest
@@ -90,6 +92,36 @@ class Tasks(ClientExtension):
 
     def claims(self) -> list[ResultClaim[Any]]:
         return [ResultClaim(result_type="task", model=CreatedTask, resolve=resolve)]
+
+
+class RawClient:
+    """JSON-RPC over streamable HTTP by hand (2026-07-28: each request carries its own
+    protocol version and capabilities in ``_meta``, and its method in headers)."""
+
+    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
+        self.http, self.url, self.sent = http, url, 0
+
+    async def call(
+        self, method: str, params: dict[str, Any], *, tasks: bool = False
+    ) -> dict[str, Any]:
+        extensions: dict[str, Any] = {TASKS: {}} if tasks else {}
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": extensions},
+        }
+        headers = {
+            "Authorization": f"Bearer {KEY}",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": method,
+            "Mcp-Name": str(params.get("name") or params.get("taskId")),
+        }
+        self.sent += 1
+        body = {"jsonrpc": "2.0", "id": self.sent, "method": method,
+                "params": {**params, "_meta": meta}}  # fmt: skip
+        answer = await self.http.post(self.url, json=body, headers=headers)
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json()["result"])
 
 
 async def exec_call(client: Client, arguments: dict[str, object]) -> types.Result:
@@ -185,7 +217,23 @@ async def test_a_task_outlives_its_connection_over_streamable_http(tmp_path: Pat
             done = await poll(second.session, created.task_id, {"completed"})
         async with connect() as plain:
             slow = await plain.call_tool("scratchpad", run("p", SLOW))
+        async with httpx.AsyncClient(timeout=60) as http:  # the wire, as any client sends it
+            rpc = RawClient(http, f"{url}/mcp")
+            slow_call = {"name": "scratchpad", "arguments": run("p", SLOW)}
+            raw = await rpc.call("tools/call", slow_call, tasks=True)
+            raw_done = await rpc.call("tasks/get", {"taskId": raw["taskId"]}, tasks=True)
+            deadline = time.monotonic() + 30
+            while raw_done["status"] == "working" and time.monotonic() < deadline:
+                await asyncio.sleep(raw_done["pollIntervalMs"] / 1000)
+                raw_done = await rpc.call("tasks/get", {"taskId": raw["taskId"]}, tasks=True)
+            raw_plain = await rpc.call("tools/call", slow_call)
     assert working["status"] == "working", working
+    assert raw["resultType"] == "task" and raw["status"] == "working", raw
+    assert {"taskId", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"} <= set(raw)
+    assert raw_done["resultType"] == "complete" and raw_done["status"] == "completed", raw_done
+    assert raw_done["result"]["content"][0]["text"] == "[result]\n7", raw_done
+    assert raw_plain["resultType"] == "complete" and "taskId" not in raw_plain, raw_plain
+    assert raw_plain["content"][0]["text"] == "[result]\n7", raw_plain
     assert "'finished'" in texts(types.CallToolResult.model_validate(done["result"]))
     assert not slow.is_error and "[result]\n7" in texts(slow)
 
