@@ -138,6 +138,7 @@ async def test_a_long_exec_becomes_a_task_polled_to_the_result_a_plain_exec_give
         async with ScratchpadManager(workspace=workspace, settings=settings) as manager:
             server = create_mcp_server(manager, store)
             async with Client(server, extensions=[Tasks()]) as client:
+                advertised = client.server_capabilities.extensions or {}
                 quick = await exec_call(client, run("p", "x = 41\nx + 1"))
                 created = await exec_call(client, {**run("p", gated(scratch)), "cell_id": "t1"})
                 assert isinstance(created, CreatedTask), created
@@ -157,6 +158,7 @@ async def test_a_long_exec_becomes_a_task_polled_to_the_result_a_plain_exec_give
             async with Client(server) as plain:  # no extension: a plain result, as ever
                 slow = await plain.call_tool("scratchpad", run("p", SLOW))
                 same = await plain.call_tool("scratchpad", run("p", gated(scratch)))
+    assert advertised == {TASKS: {}}
     assert isinstance(quick, types.CallToolResult) and "[result]\n42" in texts(quick)
     assert created.status == "working" and created.poll_interval_ms and created.ttl_ms is None
     assert created.task_id.startswith("t1.") and created.created_at.endswith("Z")
