@@ -5,7 +5,8 @@ answers the tool registry gives our own agent loop.
 Calls run through :class:`ToolRegistry` dispatch, so bad input and tool failures come back as
 error results the model can read. MCP calls carry no conversation, so each call gets a fresh
 tool context (the agent loop's one-time question before a second pad name is not asked); large
-outputs are saved under one turn id, ``mcp``, so a later call can read them back.
+outputs are saved under one turn id, ``mcp``, so a later call can read them back. A client
+that opts into the Tasks extension gets a long exec as a task (:mod:`.mcp_tasks`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from scratchpad.observations.store import ObservationStore
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.scrub import scrub
 from scratchpad.server import mcp_credentials
+from scratchpad.server.mcp_tasks import TasksExtension, install
 from scratchpad.tools.base import ToolDef, ToolOutcome
 from scratchpad.tools.builtin import builtin_registry
 from scratchpad.tools.context import ToolSessionContext
@@ -71,6 +73,11 @@ def create_mcp_server(
         tools = [mcp_tool(t, description(t)) for t in registry.offered()]
         return types.ListToolsResult(tools=tools + ([credentials.tool()] if credentials else []))
 
+    def new_context() -> ToolSessionContext:
+        return ToolSessionContext(manager=manager, store=store, turn_id=TURN_ID)
+
+    tasks = TasksExtension(manager, registry.dispatch, new_context, call_result)
+
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
@@ -88,13 +95,15 @@ def create_mcp_server(
         await progress.finish()
         return call_result(outcome)
 
-    return Server(
+    server: Server[Any] = Server(
         SERVER_NAME,
         version=__version__,
         instructions=INSTRUCTIONS + (mcp_credentials.INSTRUCTIONS if credentials else ""),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    install(server, tasks, call_tool)
+    return server
 
 
 def mcp_tool(tool: ToolDef, description: str) -> types.Tool:

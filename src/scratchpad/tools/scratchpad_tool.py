@@ -1,13 +1,16 @@
 """The ``scratchpad`` tool: the model's persistent Python notebooks.
 
 Actions: exec (run code, installing ``packages`` first), view, dump, list, reset, remove,
-install, cancel, revert (undo the last cell's effect on the variables), fork (copy a pad).
-Observers fire around every cell here, in the tool, never in the runtime.
+install, cancel, revert (undo the last cell's effect on the variables), fork (copy a pad);
+start, peek and wait for a cell that runs whether or not the call waits (a detached cell,
+accepted as ``POST /v1/pads/{name}/cells`` accepts one). Observers fire around every cell run
+by exec, in the tool, never in the runtime.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from dataclasses import replace
@@ -15,14 +18,19 @@ from typing import Any, NoReturn
 
 from scratchpad.errors import InvalidInputError, PadNotFoundError, ScratchpadError
 from scratchpad.padnames import MAX_NAME_CHARS, validate_pad_name
-from scratchpad.runtime.base import ScratchpadRuntime, check_cell_id
+from scratchpad.runtime.accepts import submit
+from scratchpad.runtime.base import CellRequest, ScratchpadRuntime, check_cell_id
 from scratchpad.runtime.cell import Cell, OutputEvent, ProgressEvent, StreamItem, new_cell_id
+from scratchpad.runtime.handle import CellHandle
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.padinfo import PadInfo, last_active
 from scratchpad.runtime.timeouts import check_estimate, check_timeout, name_parameters
+from scratchpad.scrub import scrub
+from scratchpad.text import cut_middle
 from scratchpad.tools.base import ToolDef, ToolHints, ToolOutcome, given
 from scratchpad.tools.cell_result import cell_outcome
 from scratchpad.tools.context import ToolSessionContext
+from scratchpad.wire import wire
 
 # How this tool names a cell's time limits (a stopped cell's advice names them).
 PARAMETERS = {"timeout": "timeout_s", "estimate": "estimated_execution_time_seconds"}
@@ -33,6 +41,11 @@ NAME = "scratchpad"
 TITLE = "Python scratchpad"
 ACTIONS = ["exec", "view", "dump", "list", "reset", "remove", "install", "cancel"]
 ACTIONS += ["revert", "fork"]
+ACTIONS += ["start", "peek", "wait"]  # detached cells
+CELL_ACTIONS = ("peek", "wait")  # a look at cell `cell_id`
+WAIT_MAX_S = 30.0  # one wait call waits at most this long; the model asks again
+WAIT_DEFAULT_S = 10.0
+SO_FAR_CHARS = 8000  # per stream of a running cell's output shown by peek and wait
 NAMED_ACTIONS = [action for action in ACTIONS if action != "list"]
 # The tool as a whole: exec runs any code (the network included), reset and remove lose state.
 HINTS = ToolHints(read_only=False, destructive=True, idempotent=False, open_world=True)
@@ -48,7 +61,11 @@ ACTION_HELP = (
     "pad's variables (packages stay). "
     "remove: delete the pad, its variables and packages. install: add `packages` to the pad. "
     "cancel: stop the pad's running cell (variables kept), or the queued or running cell "
-    "`cell_id`. Read-only: view, dump, list. Destructive: reset, remove (cancel interrupts). "
+    "`cell_id`. start: like exec, but answers at once with the cell's id and status while "
+    "the cell runs on (for long work: no client timeout applies); then peek: how cell "
+    "`cell_id` stands (its output so far, or its result once it ended), wait: the same after "
+    f"waiting up to `wait_s` seconds (at most {WAIT_MAX_S:g}) for it to end. "
+    "Read-only: view, dump, list, peek, wait. Destructive: reset, remove (cancel interrupts). "
     "revert: put the pad's variables back as they were before its last cell that changed "
     "them (again: one more step back). fork: copy the pad (packages, variables, cells) into "
     "the new pad `to`, to try two approaches side by side."
@@ -93,8 +110,15 @@ INPUT_SCHEMA: dict[str, Any] = {
         },
         "cell_id": {
             "type": "string",
-            "description": "exec: an id for this cell (1-64 letters, digits, '_' or '-'), so "
-            "another call can cancel it; cancel: the cell to cancel.",
+            "description": "exec, start: an id for this cell (1-64 letters, digits, '_' or "
+            "'-'), so another call can cancel it; start: a retried start with the same id and "
+            "code is that cell (never run twice); cancel, peek, wait: the cell.",
+        },
+        "wait_s": {
+            "type": "number",
+            "minimum": 0,
+            "description": f"wait: seconds to wait for the cell to end (default "
+            f"{WAIT_DEFAULT_S:g}, at most {WAIT_MAX_S:g}).",
         },
         "to": {
             "type": "string",
@@ -125,7 +149,8 @@ def describe(notable_packages: list[str], credentials: str = "") -> str:
         "Inside a cell: progress(msg) for long work, display(obj) for rich output, "
         "sample(value) for a quick look at data. A call lasts as long as its cell: clients "
         "need a timeout longer than their longest cell (given a progress token, progress "
-        "comes at least every 10 s). Large output is saved as an observation "
+        "comes at least every 10 s); for longer work, start runs a cell without waiting and "
+        "peek or wait (with its cell_id) follow it. Large output is saved as an observation "
         f"you can read with read_observation. Notable installed packages: {packages}."
         f"{credentials}"
     )
@@ -167,6 +192,10 @@ async def handle_scratchpad(context: ToolSessionContext, tool_input: dict[str, A
         return await _cancel(manager, name, tool_input.get("cell_id"))
     if action in ("revert", "fork"):
         return await _revert_or_fork(manager, name, action, tool_input.get("to"))
+    if action == "start":
+        return await _start(context, name, tool_input)
+    if action in CELL_ACTIONS:
+        return await _look(context, name, action, tool_input)
     if action == "remove":
         await manager.remove(name)
         return f"Pad {name!r} removed (its environment and packages are gone)."
@@ -209,7 +238,10 @@ def _absent(name: str, action: str) -> NoReturn:
     raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it (exec)")
 
 
-async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, Any]) -> Any:
+def _asked(
+    context: ToolSessionContext, name: str, tool_input: dict[str, Any]
+) -> CellRequest | ToolOutcome:
+    """The cell exec or start was asked to run, checked (or the answer that refuses it)."""
     code = tool_input.get("code") or ""
     if not code.strip():
         context.emit("scratchpad_empty_code", pad=name)
@@ -223,21 +255,37 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
     question = _second_pad_question(context, name, bool(tool_input.get("confirm_new_scratchpad")))
     if question:
         return ToolOutcome(question, ok=False, reason="confirm_new_scratchpad")
+    description = str(tool_input.get("one_line_description") or "")
+    return CellRequest(code, description, "", estimate, cell_id, timeout_s)
+
+
+async def _prepared(
+    context: ToolSessionContext, name: str, tool_input: dict[str, Any]
+) -> ScratchpadRuntime:
+    """The pad, started, with the asked ``packages`` installed."""
     pad = await context.manager.get_or_create(name)
     if name not in context.pads_used:
         context.pads_used.append(name)
     packages = tool_input.get("packages") or []
     if packages:
         await pad.install_packages(packages)
-    description = str(tool_input.get("one_line_description") or "")
+    return pad
+
+
+async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, Any]) -> Any:
+    asked = _asked(context, name, tool_input)
+    if isinstance(asked, ToolOutcome):
+        return asked
+    code, description, cell_id = asked.code, asked.description, str(asked.cell_id)
+    pad = await _prepared(context, name, tool_input)
     context.emit("scratchpad_call", pad=name, code=code, description=description)
     context.notify("before_cell", name, _preview(code, description))
     try:
         cell = await pad.execute(
             code,
             description=description,
-            estimated_seconds=estimate,
-            timeout_s=timeout_s,
+            estimated_seconds=asked.estimated_seconds,
+            timeout_s=asked.timeout_s,
             cell_id=cell_id,
             on_event=lambda item: _forward(context, item),
         )
@@ -251,9 +299,119 @@ async def _exec(context: ToolSessionContext, name: str, tool_input: dict[str, An
     context.notify("after_cell", name, cell)
     event = "scratchpad_killed" if cell.status == "killed" else "scratchpad_result"
     context.emit(event, pad=name, status=cell.status, cell_id=cell.id)
+    return ended_cell(context, name, cell)
+
+
+def ended_cell(context: ToolSessionContext, name: str, cell: Cell) -> ToolOutcome:
+    """A cell that ended as the model reads it: exec's answer, and peek's or wait's (or a
+    task's result) for a cell another call started."""
     if cell.error:  # the stopped cell's advice in this tool's own words
         cell = replace(cell, error=name_parameters(cell.error, PARAMETERS))
     return cell_outcome(cell, name, context)
+
+
+# -- detached cells: start, then peek, wait or cancel ----------------------------------------
+async def _start(context: ToolSessionContext, name: str, tool_input: dict[str, Any]) -> Any:
+    """Accept a cell that runs whether or not anyone waits (the rules of ``POST
+    /v1/pads/{name}/cells``: a retry of its id with the same code is that cell, with other
+    code refused) and answer its id and status at once."""
+    asked = _asked(context, name, tool_input)
+    if isinstance(asked, ToolOutcome):
+        return asked
+    pad = await _prepared(context, name, tool_input)
+    if context.manager.settings.backend == "local":
+        cell_id = (await submit(context.manager, name, asked, asked.timeout_s)).id
+    else:  # a pad server's pad: its server accepts it the same way
+        handle = await pad.start_cell(
+            asked.code, description=asked.description,
+            estimated_seconds=asked.estimated_seconds, timeout_s=asked.timeout_s,
+            cell_id=asked.cell_id,
+        )  # fmt: skip
+        cell_id = handle.id
+    context.emit("scratchpad_started", pad=name, cell_id=cell_id)
+    standing = await (await cell_handle(context.manager, name, cell_id)).peek()
+    started = json.dumps({"id": cell_id, "status": standing.status})
+    return (
+        f"{started}\nCell {cell_id!r} of pad {name!r} runs on its own. Follow it with action "
+        f"wait (or peek) and cell_id {cell_id!r}; cancel stops it."
+    )
+
+
+async def _look(
+    context: ToolSessionContext, name: str, action: str, tool_input: dict[str, Any]
+) -> ToolOutcome:
+    """peek (how cell ``cell_id`` stands) or wait (the same once it ended, or after
+    ``wait_s`` seconds): the ended cell as exec answers it, else its output so far."""
+    if not tool_input.get("cell_id"):
+        raise InvalidInputError(
+            f"missing required field 'cell_id': action {action!r} needs the id of a cell "
+            "(the one start answered, or one exec was given)"
+        )
+    cell_id = str(check_cell_id(tool_input["cell_id"]))
+    wait_s = _wait_seconds(tool_input.get("wait_s")) if action == "wait" else 0.0
+    handle = await cell_handle(context.manager, name, cell_id)
+    if wait_s:
+        await handle.wait(wait_s)
+    standing = await handle.peek()
+    if isinstance(standing, Cell):
+        return ended_cell(context, name, standing)
+    return ToolOutcome(so_far(name, wire(standing)))
+
+
+async def cell_handle(manager: ScratchpadManager, name: str, cell_id: str) -> CellHandle:
+    """A handle on cell ``cell_id`` of pad ``name``; a look wakes no local pad."""
+    if manager.settings.backend == "local":
+        if not await manager.has_pad(name):
+            _absent(name, "peek")
+        return await manager.peek(name).cell(cell_id)
+    pad = await manager.get_or_create(name)  # a pad server's: its handle follows the cell
+    known = _following.get((name, cell_id))
+    if known is not None and known.pad is pad:
+        return known  # one follower per cell, however often it is looked at
+    handle = await pad.cell(cell_id)
+    for key, followed in list(_following.items()):
+        if followed.journal.terminal is not None:
+            del _following[key]
+    if handle.journal.terminal is None and len(_following) < FOLLOWED_MAX:
+        _following[(name, cell_id)] = handle
+    return handle
+
+
+_following: dict[tuple[str, str], CellHandle] = {}  # running cells of a pad server, followed
+FOLLOWED_MAX = 256
+
+
+def _wait_seconds(value: object) -> float:
+    """How long a wait call waits: ``wait_s`` checked, at most WAIT_MAX_S."""
+    if value is None:
+        return WAIT_DEFAULT_S
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise InvalidInputError(
+            f"wait_s must be a number of seconds from 0 to {WAIT_MAX_S:g}, not {value!r}"
+        )
+    return min(float(value), WAIT_MAX_S)
+
+
+def so_far(name: str, standing: dict[str, Any]) -> str:
+    """A cell that has not ended, as the model reads it: its status and output so far
+    (scrubbed, each stream cut to head and tail)."""
+    cell_id = standing.get("id", "")
+    started = standing.get("started_at")
+    since = f" ({time.time() - started:.0f} s so far)" if isinstance(started, int | float) else ""
+    lines = [f"Cell {cell_id!r} of pad {name!r} is {standing.get('status', 'running')}{since}."]
+    if progress := standing.get("progress"):
+        lines.append(f"[progress]\n{cut_middle(scrub(str(progress)), 500)}")
+    for stream in ("stdout", "stderr"):
+        if text := standing.get(stream):
+            lines.append(f"[{stream} so far]\n{cut_middle(scrub(str(text)), SO_FAR_CHARS)}")
+    shown = len(standing.get("displays") or []) + int(standing.get("displays_dropped") or 0)
+    if shown:
+        lines.append(f"[displays] {shown} so far (shown when the cell ends)")
+    lines.append(
+        f"It runs on: wait (up to {WAIT_MAX_S:g} s a call) or peek again with cell_id "
+        f"{cell_id!r}; cancel stops it."
+    )
+    return "\n".join(lines)
 
 
 def pad_list(pads: list[PadInfo]) -> str:
