@@ -10,7 +10,7 @@ import pytest
 
 from scratchpad.config import Settings
 from scratchpad.errors import SandboxError
-from scratchpad.runtime import confinement
+from scratchpad.runtime import confinement, launcher
 from scratchpad.runtime.base import PadLLM, ScratchpadRuntime
 from scratchpad.runtime.history import unframe
 from scratchpad.runtime.inkernel import sandbox
@@ -466,3 +466,33 @@ async def test_a_refused_path_that_cannot_be_resolved_still_gives_an_error(
     assert cell.status == "error" and "PermissionError" in (cell.error or ""), cell.error
     after = await own_home.execute("1 + 1")
     assert after.result == "2"
+
+
+@landlock
+@pytest.mark.parametrize("namespaces", ["auto", "off"])
+async def test_a_home_among_thousands_of_entries_still_starts_pads_and_programs(
+    tmp_path: Path, settings: Settings, namespaces: str, wheel: Path
+) -> None:
+    """The rules name every entry beside the home on the way to it (by descent): with
+    thousands of them, a launcher's spec outgrows one argument (128 KiB), so it goes by
+    descriptor: the kernel, the installer and a confined program all start."""
+    crowded = tmp_path / "crowded"
+    crowded.mkdir()
+    for index in range(3000):  # ~200 KiB of names beside the home
+        (crowded / f"{index:05d}-a-neighbour-of-the-scratchpad-home-with-a-long-name").mkdir()
+    home, workspace = crowded / "home", tmp_path / "ws"
+    workspace.mkdir()
+    chosen = settings.with_home(home).model_copy(update={"namespaces": namespaces})
+    pad = LocalRuntime("crowd", root=home / "pads" / "crowd", cwd=workspace, settings=chosen)
+    await pad.start()
+    try:
+        assert (await pad.execute("6 * 7")).result == "42"
+        await pad.install_packages([str(wheel)])  # the installer starts too
+        assert (await pad.execute("import sp_demo_pkg")).status == "ok"
+    finally:
+        await pad.close()
+    ran = await launcher.run_confined(
+        chosen, ["/bin/echo", "confined"], workspace=workspace, timeout=60,
+        output_cap_chars=1000,
+    )  # fmt: skip
+    assert ran.returncode == 0 and "confined" in ran.output

@@ -18,12 +18,15 @@ the server says so at start and in ``/v1/server`` (:func:`report`).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -146,14 +149,16 @@ def _launch_once(
     }
     argv = [sandboxing.BASE_PYTHON, *sandboxing.TRUSTED_FLAGS, str(CONFINE_SCRIPT), "--probe"]
     try:
-        done = subprocess.run(
-            [*argv, json.dumps(spec)],
-            capture_output=True,
-            timeout=PROBE_TIMEOUT_S,
-            cwd="/",
-            env={"PATH": os.defpath},
-            check=False,
-        )
+        with passed(spec) as fd:
+            done = subprocess.run(
+                [*argv, f"--spec-fd={fd}"],
+                capture_output=True,
+                timeout=PROBE_TIMEOUT_S,
+                cwd="/",
+                env={"PATH": os.defpath},
+                check=False,
+                pass_fds=(fd,),
+            )
     except (OSError, subprocess.SubprocessError) as exc:
         return str(exc)
     return None if done.returncode == 0 else done.stderr.decode(errors="replace").strip()
@@ -220,15 +225,34 @@ def spec(settings: Settings, paths: sandboxing.PadPaths, limits: dict[str, int])
     }
 
 
-def program_argv(spec_: dict[str, Any], argv: list[str]) -> list[str]:
-    """``argv`` run by the launcher under ``spec_`` (the installer, the shell tool)."""
+def program_argv(spec_fd: int, argv: list[str]) -> list[str]:
+    """``argv`` run by the launcher under the spec in descriptor ``spec_fd`` (see
+    :func:`passed`; the installer, the shell tool)."""
     return [
         sandboxing.BASE_PYTHON,
         *sandboxing.TRUSTED_FLAGS,
         str(CONFINE_SCRIPT),
-        json.dumps(spec_),
+        f"--spec-fd={spec_fd}",
         *argv,
     ]
+
+
+@contextlib.contextmanager
+def passed(data: dict[str, Any]) -> Iterator[int]:
+    """``data`` as JSON in a sealed anonymous file whose descriptor a child is given
+    (``pass_fds``) instead of an argument: a spec names every entry beside the home on the
+    way to it, which may outgrow what one argument can hold (128 KiB)."""
+    fd = os.memfd_create("scratchpad-spec", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        body = memoryview(json.dumps(data).encode())
+        while body:
+            body = body[os.write(fd, body) :]
+        seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def contained(spec_: dict[str, Any]) -> bool:

@@ -21,7 +21,6 @@ import atexit
 import collections
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import secrets
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from scratchpad.errors import KernelStartError, SandboxError
+from scratchpad.runtime.confinement import passed
 from scratchpad.runtime.inkernel import protocol
 from scratchpad.runtime.procgroup import ProcessGroup
 from scratchpad.runtime.sandboxing import TRUSTED_FLAGS
@@ -146,24 +146,25 @@ class KernelProcess:
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
         config = {**config, "parent_pid": os.getpid()}
-        argv = [
-            str(python),
-            *TRUSTED_FLAGS,
-            str(worker),
-            str(to_kernel_r),
-            str(from_kernel_w),
-            json.dumps(config),
-        ]
         try:
-            group = ProcessGroup.spawn(
-                argv,
-                stdout=out_w,
-                stderr=err_w,
-                pass_fds=(to_kernel_r, from_kernel_w),
-                cwd=cwd,
-                env=env,
-                tag=tag,
-            )
+            with passed(config) as config_fd:
+                argv = [
+                    str(python),
+                    *TRUSTED_FLAGS,
+                    str(worker),
+                    str(to_kernel_r),
+                    str(from_kernel_w),
+                    f"--config-fd={config_fd}",
+                ]
+                group = ProcessGroup.spawn(
+                    argv,
+                    stdout=out_w,
+                    stderr=err_w,
+                    pass_fds=(to_kernel_r, from_kernel_w, config_fd),
+                    cwd=cwd,
+                    env=env,
+                    tag=tag,
+                )
         except OSError as exc:
             for fd in (to_kernel_w, from_kernel_r, out_r, err_r):
                 os.close(fd)

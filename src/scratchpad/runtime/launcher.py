@@ -123,11 +123,12 @@ class Launcher:
             self._tmp = await asyncio.to_thread(sandboxing.fresh_tmp, self.root)
         env = sandboxing.installer_environment(os.environ, root=self.root, tmp=self._tmp)
         spec = await asyncio.to_thread(self.spec)
-        confine = (lambda argv: confinement.program_argv(spec, argv), env)
         timeout = self.settings.install_timeout_s
-        if specs is None:
-            return await venv.restore(self.root, timeout, confine)
-        return await venv.install(self.root, specs, timeout, confine)
+        with confinement.passed(spec) as fd:
+            confine = (lambda argv: confinement.program_argv(fd, argv), env, (fd,))
+            if specs is None:
+                return await venv.restore(self.root, timeout, confine)
+            return await venv.install(self.root, specs, timeout, confine)
 
     async def stopped(self) -> None:
         """The kernel stopped: what it left in its temp directory goes."""
@@ -199,17 +200,19 @@ async def run_confined(
             watched.append(pid)
             WATCHDOG.watch(Watched(pid, limits, stop=stopped.append, busy=lambda: True))
 
-        result = await procgroup.run(
-            confinement.program_argv(spec, list(argv)),
-            timeout=timeout,
-            cwd=Path("/"),
-            env=sandboxing.pad_environment(os.environ, root=place, tmp=tmp),
-            output_cap_chars=output_cap_chars,
-            grace=grace,
-            tag=tag,
-            through=through,
-            on_start=watch,
-        )
+        with confinement.passed(spec) as fd:
+            result = await procgroup.run(
+                confinement.program_argv(fd, list(argv)),
+                pass_fds=(fd,),
+                timeout=timeout,
+                cwd=Path("/"),
+                env=sandboxing.pad_environment(os.environ, root=place, tmp=tmp),
+                output_cap_chars=output_cap_chars,
+                grace=grace,
+                tag=tag,
+                through=through,
+                on_start=watch,
+            )
     finally:
         for pid in watched:
             WATCHDOG.forget(pid)

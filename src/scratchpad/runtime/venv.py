@@ -57,7 +57,8 @@ OUTPUT_CAP = 64 * 1024  # characters of an installer's output kept (head and tai
 # the root, where no pad writes (a server's own directory may be a pad's workspace).
 TOOL_CWD = Path("/")
 # How a pad's helper program runs: its argv wrapped by the pad's launcher, and its environment.
-Confine = tuple[Callable[[list[str]], list[str]], dict[str, str]] | None
+# The pad's launcher around an argv, its environment, and the descriptors it is given.
+Confine = tuple[Callable[[list[str]], list[str]], dict[str, str], tuple[int, ...]] | None
 
 
 def venv_python(root: Path) -> Path:
@@ -353,14 +354,15 @@ async def run_tool(
     kept also when it had to be stopped). With ``confine`` (the pad's launcher around the
     argv, and an environment) it runs confined, as the pad: an installer runs the pad's own
     interpreter, and with it whatever ``.pth`` files the pad wrote."""
-    wrap, base = confine if confine is not None else (None, dict(os.environ))
+    wrap, base, fds = confine if confine is not None else (None, dict(os.environ), ())
     env = {**base, "UV_NO_PROGRESS": "1", "UV_PYTHON_DOWNLOADS": "never"}
     if wrap is not None:
         argv = wrap(argv)
     try:
         result = await procgroup.run(
-            argv, timeout=timeout, cwd=TOOL_CWD, env=env, output_cap_chars=OUTPUT_CAP
-        )
+            argv, timeout=timeout, cwd=TOOL_CWD, env=env, output_cap_chars=OUTPUT_CAP,
+            pass_fds=fds,
+        )  # fmt: skip
     except OSError as exc:
         return 127, str(exc)
     code = None if result.timed_out else result.returncode

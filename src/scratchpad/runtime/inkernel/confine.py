@@ -24,8 +24,9 @@ Only then does control pass to the pad: the worker loads ``site`` from the pad's
 this script executes the program. A later fork server can call :func:`launch` in a
 pre-started interpreter the same way.
 
-As a script: ``confine.py SPEC PROGRAM [ARGS...]`` (run PROGRAM confined), or
-``confine.py --probe SPEC`` (exit 0 when a launch with SPEC works here; prints why not).
+As a script: ``confine.py --spec-fd=N PROGRAM [ARGS...]`` (run PROGRAM confined by the spec
+read from descriptor N), or ``confine.py --probe --spec-fd=N`` (exit 0 when a launch with that
+spec works here; prints why not).
 """
 
 from __future__ import annotations
@@ -246,22 +247,42 @@ def _close_others(kept: set[int]) -> None:
 
 
 # -- as a script ---------------------------------------------------------------------------------
-def main(argv: list[str]) -> int:
+SPEC_FD = "--spec-fd="  # the spec comes by descriptor: it outgrows one argument (128 KiB)
+
+
+def read_json_fd(argument: str) -> Any:
+    """The JSON a parent wrote into the descriptor ``--spec-fd=N`` (or ``--config-fd=N``)
+    names; the descriptor is closed (nothing of the pad inherits it)."""
     import json
 
+    fd = int(argument.partition("=")[2])
+    chunks = []
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return json.loads(b"".join(chunks))
+
+
+def main(argv: list[str]) -> int:
     if len(argv) >= 3 and argv[1] == "--probe":
         try:
-            launch(json.loads(argv[2]))
+            launch(read_json_fd(argv[2]))
         except Refused as exc:
             print(exc, file=sys.stderr)
             return 1
         return 0
-    if len(argv) < 3:
-        print("usage: confine.py SPEC PROGRAM [ARGS...] | confine.py --probe SPEC", file=sys.stderr)
+    if len(argv) < 3 or not argv[1].startswith(SPEC_FD):
+        print(
+            "usage: confine.py --spec-fd=N PROGRAM [ARGS...] | confine.py --probe --spec-fd=N",
+            file=sys.stderr,
+        )
         return 2
     try:
-        launch(json.loads(argv[1]))
-    except (Refused, ValueError) as exc:
+        launch(read_json_fd(argv[1]))
+    except (Refused, ValueError, OSError) as exc:
         print(f"scratchpad: could not confine {argv[2]}: {exc}", file=sys.stderr)
         return 126
     try:

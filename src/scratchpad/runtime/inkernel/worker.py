@@ -46,7 +46,6 @@ import ast  # noqa: E402
 import builtins  # noqa: E402
 import faulthandler  # noqa: E402
 import io  # noqa: E402
-import json  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
 
@@ -690,7 +689,7 @@ def _after_fork_in_child(kernel: Kernel, *fds: int) -> None:
 
 def main(argv: list[str]) -> int:
     ctrl_in, ctrl_out = int(argv[1]), int(argv[2])
-    config = json.loads(argv[3]) if len(argv) > 3 else {}
+    config = confine.read_json_fd(argv[3]) if len(argv) > 3 else {}
     sandboxed = enter_pad(config.get("confine"), ctrl_in, ctrl_out)
     become_venv(config.get("venv"))
     load_site()
