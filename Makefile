@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+TEST_WORKERS ?= auto  # pytest-xdist workers: one per core
 STAMP := $(VENV)/.installed
 
 .PHONY: setup browser run test lint bench clean
@@ -41,7 +42,7 @@ browser:
 	fi
 
 test: setup browser lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 bench: setup
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
