@@ -126,6 +126,19 @@ async def test_the_sleeper_leaves_alone_a_pad_a_client_watches(sleeper: Scratchp
     assert await pad.sleep_if_idle(time.time() + 3600)
 
 
+async def test_the_sleeper_leaves_alone_a_pad_whose_cell_stream_a_client_follows(
+    sleeper: ScratchpadManager,
+) -> None:
+    pad = await local(sleeper, "followed")
+    journals = sleeper.watch("followed").journals
+    journals.attached += 1  # what GET .../cells/{id}/events does while it streams
+    try:
+        assert not await pad.sleep_if_idle(time.time() + 3600)
+    finally:
+        journals.attached -= 1
+    assert await pad.sleep_if_idle(time.time() + 3600)
+
+
 async def test_two_clients_waking_a_pad_at_once_get_one_kernel(
     sleeper: ScratchpadManager,
 ) -> None:

@@ -228,11 +228,14 @@ class LocalRuntime(ScratchpadRuntime):
         """Sleep when idle for ``SCRATCHPAD_SLEEP_AFTER_S`` at ``now`` (epoch seconds): the
         kernel stopped, the pad marked asleep, its watchers told. Never while its turn is
         taken (a cell runs, waits or finishes, an install runs: the lock is not waited for),
-        while a client watches its feed, or when it has no kernel. Whether it slept."""
+        while a client watches its feed or follows one of its cells' streams, or when it has
+        no kernel. Whether it slept."""
         after = self.settings.sleep_after_s
         if not after or self.closed or self._slot.kernel is None or self._lock.locked():
             return False
         if self.busy or self.queued or self._flow.background or self.watch.watched:
+            return False
+        if self.watch.attached:  # a client follows one of its cells' streams
             return False
         used = [t for t in (self.watch.last_activity, self._slot.started_at) if t is not None]
         last = max(used, default=None)
