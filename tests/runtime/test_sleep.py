@@ -237,7 +237,7 @@ async def test_after_a_restart_pads_with_cells_list_asleep_and_closed_ones_stopp
 
 
 def test_a_remote_client_takes_a_status_and_fields_it_does_not_know() -> None:
-    from scratchpad.runtime.remote import pad_info
+    from scratchpad.runtime.remote_http import pad_info
 
     line = {"name": "far", "status": "hibernating", "cells": 3, "generation": 9}
     info = pad_info(line)

@@ -13,7 +13,8 @@ import pytest
 
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidInputError
-from scratchpad.runtime.remote import RemoteRuntime, RemoteServer
+from scratchpad.runtime.remote import RemoteRuntime
+from scratchpad.runtime.remote_http import RemoteServer
 from tests.server.test_mcp import connected, run, texts
 from tests.server_helpers import running_server
 

@@ -27,7 +27,7 @@ from scratchpad.scrub import scrubber
 from scratchpad.vault.sources import register_process_secrets
 
 if TYPE_CHECKING:
-    from scratchpad.runtime.remote import RemoteServer
+    from scratchpad.runtime.remote_http import RemoteServer
     from scratchpad.vault.store import Vault
 
 log = logging.getLogger(__name__)
@@ -357,7 +357,7 @@ class ScratchpadManager:
         """The server the pads live on, for a manager of remote pads (else None)."""
         if self.settings.backend != "remote":
             return None
-        from scratchpad.runtime.remote import RemoteServer
+        from scratchpad.runtime.remote_http import RemoteServer
 
         return RemoteServer(self.settings.remote_url or "", self.settings.remote_api_key or "")
 
@@ -595,7 +595,7 @@ class ScratchpadManager:
     def describe_credentials(self) -> str:
         """What the model is told of the credentials pads get: names, never values."""
         if self.settings.backend != "local" and self._vault is None:  # the server's vault
-            from scratchpad.runtime.remote import credentials_description
+            from scratchpad.runtime.remote_http import credentials_description
 
             settings = self.settings
             return credentials_description(settings.remote_url or "", settings.remote_api_key or "")

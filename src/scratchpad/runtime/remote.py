@@ -18,8 +18,6 @@ stays away raises PadError (the result is unknown), never a made-up cell.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import json
 import logging
 import re
@@ -35,13 +33,11 @@ from scratchpad.errors import (
     PadError,
     PadNotFoundError,
     ScratchpadError,
-    UnauthorizedError,
     error_from_http,
 )
 from scratchpad.padnames import url_component
 from scratchpad.runtime.base import (
     CLOSED,
-    CellRequest,
     PadLLM,
     ScratchpadRuntime,
     check_cell_id,
@@ -51,21 +47,25 @@ from scratchpad.runtime.base import (
 from scratchpad.runtime.cell import (
     Cell,
     CellStatus,
-    DisplayEvent,
-    OutputEvent,
-    ProgressEvent,
     StreamItem,
-    new_cell_id,
 )
 from scratchpad.runtime.journal import CellJournal
-from scratchpad.runtime.padinfo import PadInfo
+from scratchpad.runtime.remote_http import (
+    CONNECT_TIMEOUT_S,
+    Seen,
+    cell_body,
+    drain,
+    error_of,
+    error_type,
+    request_json,
+    resynced,
+    stream_item,
+)
 from scratchpad.runtime.venv import validate_specs
 
 if TYPE_CHECKING:
     from scratchpad.runtime.handle import CellHandle
 
-CONNECT_TIMEOUT_S = 30.0
-DRAIN_S = 1.0  # how long the end of a stream may lag behind its cell
 # An idle pooled connection is dropped by the client after this long, well before a server's
 # keep-alive closes it (ours 75 s; gunicorn 2 s, uvicorn and most others 5 s): a server that
 # closes first can do so just as the next request goes out on it, and that request dies with a
@@ -229,7 +229,7 @@ class RemoteRuntime(ScratchpadRuntime):
         )
         if self.closed:
             raise PadClosedError(f"pad {self.name!r} is closed; start it again to run cells")
-        body = _body(self.name, request)
+        body = cell_body(self.name, request)
         cancelled = self._waiting[body["id"]] = asyncio.Event()
         try:
             turn = await take_turn(self._order, cancelled)
@@ -264,7 +264,7 @@ class RemoteRuntime(ScratchpadRuntime):
         request = check_execute_args(
             code, description, estimated_seconds, estimated_time, cell_id, timeout_s
         )
-        body = _body(self.name, request)
+        body = cell_body(self.name, request)
         if await self._submit(body, timeout_s) is None:
             return await super().start_cell(  # an older server: no detached cells
                 code, description=description, estimated_time=estimated_time,
@@ -288,7 +288,7 @@ class RemoteRuntime(ScratchpadRuntime):
         request = check_execute_args(
             code, description, estimated_seconds, estimated_time, cell_id, timeout_s
         )
-        response = await self._submit(_body(self.name, request), timeout_s)
+        response = await self._submit(cell_body(self.name, request), timeout_s)
         if response is None:
             raise PadError(
                 f"the pad server at {self.url} has no detached cells (no POST "
@@ -310,10 +310,10 @@ class RemoteRuntime(ScratchpadRuntime):
             response = await self._client.post(path, json=submit)
         except httpx.HTTPError as exc:
             raise PadError(f"cannot reach the pad server at {self.url}: {exc!r}") from exc
-        if response.status_code in (404, 405) and _type_of(response) != "PadNotFoundError":
+        if response.status_code in (404, 405) and error_type(response) != "PadNotFoundError":
             return None
         if response.status_code >= 400:
-            raise _error(response)
+            raise error_of(response)
         return response
 
     async def server_cells(self, status: str | None = None) -> list[dict[str, Any]]:
@@ -336,7 +336,7 @@ class RemoteRuntime(ScratchpadRuntime):
         started it; a dropped connection is followed again with ``Last-Event-ID`` (see the
         module). Closing it early leaves the cell running."""
         cell_id = str(check_cell_id(cell_id))
-        return self._follow({"id": cell_id}, _Seen(), "went away while the cell was followed")
+        return self._follow({"id": cell_id}, Seen(), "went away while the cell was followed")
 
     async def cell(self, cell_id: str) -> CellHandle:
         """A handle on cell ``cell_id`` on the server, whoever started it: its record, or its
@@ -364,7 +364,7 @@ class RemoteRuntime(ScratchpadRuntime):
 
     async def _stream(self, body: dict[str, Any]) -> AsyncGenerator[StreamItem, None]:
         cell: Cell | None = None
-        seen = _Seen()
+        seen = Seen()
         for attempt in (1, 2):
             answered = False
             try:
@@ -374,7 +374,7 @@ class RemoteRuntime(ScratchpadRuntime):
                     answered = True
                     if source.response.status_code >= 400:
                         await source.response.aread()
-                        raise _error(source.response)
+                        raise error_of(source.response)
                     async for item in self._items(source.aiter_sse()):
                         if isinstance(item, Cell):
                             cell = item
@@ -402,7 +402,7 @@ class RemoteRuntime(ScratchpadRuntime):
         yield cell
 
     async def _follow(
-        self, body: dict[str, Any], seen: _Seen, what: str
+        self, body: dict[str, Any], seen: Seen, what: str
     ) -> AsyncGenerator[StreamItem, None]:
         """Follow a cell whose stream dropped on the server's cell events, reconnecting with
         ``Last-Event-ID``; its items not yielded yet, then its record. PadError when the
@@ -426,8 +426,8 @@ class RemoteRuntime(ScratchpadRuntime):
                         message = json.loads(event.data)
                         if message.get("type") == "resync":
                             seen.skip_all()  # what follows is new; what it missed, the cell has
-                            message = _resynced(message)
-                        item = _stream_item(message)
+                            message = resynced(message)
+                        item = stream_item(message)
                         if isinstance(item, Cell):
                             cell = await self._whole(path, item)
                             self.cells.append(cell)
@@ -452,10 +452,10 @@ class RemoteRuntime(ScratchpadRuntime):
     def _unfollowable(self, response: httpx.Response, what: str) -> ScratchpadError:
         """Why a dropped cell cannot be followed on this server: no such route, or no such
         cell (it was never recorded: the server restarted), or the server's own error."""
-        error = _error(response)
+        error = error_of(response)
         if response.status_code not in (404, 405):
             return error
-        if _type_of(response) == "PadNotFoundError":
+        if error_type(response) == "PadNotFoundError":
             why = "and no longer knows the cell (it restarted before recording it)"
         else:
             why = "and cannot be asked for the cell again (it has no cell events)"
@@ -480,11 +480,11 @@ class RemoteRuntime(ScratchpadRuntime):
                 kind, text = message.get("error_type"), str(message.get("error"))
                 named = text.startswith(f"pad {self.name!r}")  # the server named it already
                 raise error_from_http(500, kind, text if named else f"pad {self.name!r}: {text}")
-            item = _stream_item(message)
+            item = stream_item(message)
             if item is not None:
                 yield item
             if isinstance(item, Cell):
-                await _drain(events)
+                await drain(events)
                 return
 
     def _cancel_in_background(self, cell_id: str) -> None:
@@ -518,210 +518,7 @@ class RemoteRuntime(ScratchpadRuntime):
         return cell
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return await _request(self._client, "POST", path, json=body)
+        return await request_json(self._client, "POST", path, json=body)
 
     async def _get(self, path: str) -> dict[str, Any]:
-        return await _request(self._client, "GET", path)
-
-
-class RemoteServer:
-    """What a Scratchpad server says of its pads as a whole (its ``/v1`` API), for a
-    manager whose pads live there: every pad and its status, whether one exists."""
-
-    def __init__(self, url: str, api_key: str) -> None:
-        self.url = url.rstrip("/")
-        self._headers = {"Authorization": f"Bearer {api_key}"}
-
-    async def pads(self) -> list[PadInfo]:
-        answer = await self._get("/v1/pads")
-        return [pad_info(pad) for pad in answer.get("pads", []) if isinstance(pad, dict)]
-
-    async def pad_info(self, name: str) -> PadInfo:
-        """Pad ``name`` as the server lists it; PadNotFoundError when it has none."""
-        return pad_info(await self._get(f"/v1/pads/{url_component(name)}/info"))
-
-    async def fork(self, source: str, target: str) -> PadInfo:
-        """Fork pad ``source`` into a new pad ``target`` there (see ScratchpadManager.fork);
-        the new pad's line. It may build a venv: no read timeout."""
-        path = f"/v1/pads/{url_component(source)}/fork"
-        return pad_info(await self._send("POST", path, json={"to": target}, read=None))
-
-    async def has(self, name: str) -> bool:
-        try:
-            await self.pad_info(name)
-        except PadNotFoundError:
-            return False
-        return True
-
-    async def _get(self, path: str) -> dict[str, Any]:
-        return await self._send("GET", path)
-
-    async def _send(
-        self, method: str, path: str, *, read: float | None = CONNECT_TIMEOUT_S, **kwargs: Any
-    ) -> dict[str, Any]:
-        timeout = httpx.Timeout(CONNECT_TIMEOUT_S, read=read)
-        async with httpx.AsyncClient(
-            base_url=self.url, headers=self._headers, timeout=timeout
-        ) as client:
-            return await _request(client, method, path, **kwargs)
-
-
-def pad_info(answer: dict[str, Any]) -> PadInfo:
-    """A pad's line of the server's list (fields this client does not know are left out)."""
-    known = {field.name for field in dataclasses.fields(PadInfo)}
-    return PadInfo(**{key: value for key, value in answer.items() if key in known})
-
-
-def credentials_description(url: str, api_key: str, timeout: float = 5.0) -> str:
-    """What the pad server tells a model of its credentials (names only); "" when it cannot
-    say (an older server, or none answering): the tool then describes no credentials."""
-    try:
-        answer = httpx.get(
-            f"{url.rstrip('/')}/v1/vault/description",
-            headers={"Authorization": f"Bearer {api_key}"},
-            timeout=timeout,
-        )
-        description = answer.json().get("description", "") if answer.is_success else ""
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return ""
-    return description if isinstance(description, str) else ""
-
-
-class _Seen:
-    """What a dropped stream already yielded, so following the cell again yields the rest
-    only: characters per output stream, progress messages and displays, in order."""
-
-    def __init__(self) -> None:
-        self.chars: dict[str, int] = {}
-        self.progress = 0
-        self.displays = 0
-
-    def count(self, item: StreamItem) -> None:
-        if isinstance(item, OutputEvent):
-            self.chars[item.stream] = self.chars.get(item.stream, 0) + len(item.text)
-        elif isinstance(item, ProgressEvent):
-            self.progress += 1
-        elif isinstance(item, DisplayEvent):
-            self.displays += 1
-
-    def new(self, item: StreamItem) -> StreamItem | None:
-        """``item`` (or its part) not yielded before; None when it was."""
-        if isinstance(item, OutputEvent):
-            skip = self.chars.get(item.stream, 0)
-            if skip:
-                self.chars[item.stream] = max(0, skip - len(item.text))
-                rest = item.text[skip:]
-                return OutputEvent(item.stream, rest) if rest else None
-        elif isinstance(item, ProgressEvent) and self.progress:
-            self.progress -= 1
-            return None
-        elif isinstance(item, DisplayEvent) and self.displays:
-            self.displays -= 1
-            return None
-        return item
-
-    def skip_all(self) -> None:
-        self.chars.clear()
-        self.progress = self.displays = 0
-
-
-def _resynced(message: dict[str, Any]) -> dict[str, Any]:
-    """A resync frame as the cell frame it stands for once the cell ended (else nothing)."""
-    cell = message.get("cell")
-    if isinstance(cell, dict) and cell.get("status") not in (None, "queued", "running"):
-        return {"type": "cell", "cell": cell}
-    return {}
-
-
-def _body(name: str, request: CellRequest) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "name": name,
-        "code": request.code,
-        "description": request.description,
-        "estimated_time": request.estimated_time,
-        "estimated_seconds": request.estimated_seconds,
-        "id": request.cell_id or new_cell_id(),
-        "stream_output": True,  # our server's extensions; other servers ignore them
-        "on_disconnect": "continue",
-    }
-    if request.timeout_s is not None:
-        body["timeout_s"] = request.timeout_s
-    return body
-
-
-async def _drain(events: AsyncIterator[ServerSentEvent]) -> None:
-    """Read what follows the cell (normally just the end of the stream) so the connection can
-    be reused; a server that keeps the stream open costs the connection, never a hang."""
-    with contextlib.suppress(TimeoutError, httpx.HTTPError, SSEError):
-        async with asyncio.timeout(DRAIN_S):
-            async for _ in events:
-                pass
-
-
-async def _request(
-    client: httpx.AsyncClient, method: str, path: str, **kwargs: Any
-) -> dict[str, Any]:
-    try:
-        response = await client.request(method, path, **kwargs)
-    except httpx.HTTPError as exc:
-        raise PadError(f"cannot reach the pad server at {client.base_url}: {exc!r}") from exc
-    if response.status_code >= 400:
-        raise _error(response)
-    try:
-        answer = response.json()
-    except ValueError as exc:
-        raise PadError(f"the pad server at {client.base_url} did not answer JSON") from exc
-    return answer if isinstance(answer, dict) else {}
-
-
-def _stream_item(message: dict[str, Any]) -> StreamItem | None:
-    """One SSE frame as a stream item (None for frame types this client does not know);
-    a malformed frame is a ValueError, reported like a broken stream."""
-    try:
-        kind = message.get("type")
-        if kind == "progress":
-            return ProgressEvent(str(message.get("message", "")))
-        if kind == "output" and message["stream"] in ("stdout", "stderr"):
-            return OutputEvent(message["stream"], str(message["text"]))
-        if kind == "display":
-            return DisplayEvent(dict(message["data"]))
-        if kind == "cell":
-            return Cell.from_dict(message["cell"])
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"malformed {message.get('type')!r} frame: {exc!r}") from exc
-    return None
-
-
-def _type_of(response: httpx.Response) -> str | None:
-    """The error class an error answer names (None when it names none)."""
-    try:
-        kind = response.json().get("type")
-    except (ValueError, AttributeError):
-        return None
-    return kind if isinstance(kind, str) else None
-
-
-def _error(response: httpx.Response) -> ScratchpadError:
-    """The error tree's class for an HTTP error answer, with the server's own words."""
-    try:
-        data = response.json()
-    except ValueError:
-        data = None
-    ours = isinstance(data, dict) and "error" in data
-    message = str(data["error"]) if ours else (response.text or response.reason_phrase)
-    status = response.status_code
-    if status == 401:
-        return UnauthorizedError(
-            f"the pad server refused the key ({message}); check SCRATCHPAD_REMOTE_API_KEY"
-        )
-    if status in (404, 405) and not ours:
-        request = response.request
-        return PadError(
-            f"the server at {request.url.scheme}://{request.url.netloc.decode()} has no "
-            f"{request.method} {request.url.path} ({message}): it does not offer this part "
-            "of the Scratchpad API"
-        )
-    kind = data.get("type") if isinstance(data, dict) else None
-    if status >= 500 and kind is None:
-        message = f"the pad server answered {status}: {message}"
-    return error_from_http(status, kind, message)
+        return await request_json(self._client, "GET", path)
