@@ -34,6 +34,7 @@ from scratchpad.runtime import sandboxing
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.scrub import Scrubber, scrubber
 from scratchpad.scrub.matcher import is_secret_length
+from scratchpad.scrub.patterns import KEY_SHAPES
 
 DIR_NAME = sandboxing.CHECKPOINT_DIR
 ASIDE_PREFIX = "checkpoint.failed-"
@@ -82,6 +83,7 @@ def kernel_config(settings: Settings, root: Path, workspace: Path) -> dict[str, 
         "sweep_cells": settings.checkpoint_sweep_cells,
         "workspace": str(workspace),
         "libraries": libraries(),
+        "key_shapes": [list(shape) for shape in KEY_SHAPES],  # public: refused by the kernel
     }
 
 
@@ -159,7 +161,8 @@ def read_manifest(root: Path) -> dict[str, Any] | None:
     return manifest if isinstance(manifest, dict) else None
 
 
-def _head(base: Path) -> int | None:
+def head_number(base: Path) -> int | None:
+    """The number in a checkpoint directory's ``HEAD`` (None: none, or unreadable)."""
     try:
         head = (base / "HEAD").read_bytes()[:32].strip()
     except OSError:
@@ -181,7 +184,7 @@ def step_back(root: Path) -> tuple[int, int]:
     never forward). Only files move: nothing is unpickled. (the cell undone, the cell whose
     variables are current now); InvalidInputError when no earlier manifest is kept."""
     base = directory(root)
-    head = _head(base)
+    head = head_number(base)
     if head is None:
         raise InvalidInputError(
             "nothing to revert: the pad has no checkpoint (no cell changed its variables since "

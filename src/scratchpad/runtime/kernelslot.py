@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from scratchpad.errors import InstallError, KernelStartError, PadError, ScratchpadError
 from scratchpad.fsutil import disk_full_in
 from scratchpad.runtime import checkpoint, venv
+from scratchpad.runtime.blobscan import BEFORE_CELL_S, BlobScans
 from scratchpad.runtime.cell import CappedOutput
 from scratchpad.runtime.cellrun import CellRun
 from scratchpad.runtime.history import CellHistory
@@ -57,6 +58,7 @@ class KernelSlot:
         self._death_reported = False  # the last death was already told in its cell
         self._state: PadState | None = None  # state.json, read when first needed
         self.started_at: float | None = None  # when the latest kernel started (epoch s)
+        self.scans = BlobScans(pad.root, lambda line: self.notes.append(line))  # (secrets)
 
     @property
     def state(self) -> PadState:
@@ -188,6 +190,8 @@ class KernelSlot:
         outcome = await checkpoint.checkpoint_all(kernel, REQUEST_TIMEOUT_S, self.note_late)
         if outcome.get("error"):
             log.warning("pad %r: full checkpoint: %s", self._pad.name, outcome["error"])
+        self.scans.start(outcome)
+        await self.scans.settle()
 
     async def flush_checkpoints(self) -> None:
         """Until the running kernel's checkpoints are on disk (none runs: nothing to wait
@@ -198,6 +202,7 @@ class KernelSlot:
         trouble = await checkpoint.flush(kernel, REQUEST_TIMEOUT_S, self.note_late)
         if trouble:
             raise PadError(f"pad {self._pad.name!r}: {trouble} while saving its variables")
+        await self.scans.settle()
 
     async def _rebuild_venv(self, why: str) -> None:
         pad = self._pad
@@ -219,6 +224,7 @@ class KernelSlot:
             return None
         self._guard.forget()
         code = await asyncio.shield(kernel.stop(grace=self._pad.settings.interrupt_grace_s))
+        self.scans.kernel_stopped()  # what it wrote is on disk: the scans finish now
         await self._launcher.stopped()
         return code
 
@@ -232,6 +238,7 @@ class KernelSlot:
 
     def after_cell(self, run: CellRun) -> None:
         """Count the deaths in a row (a cell that ended on its own breaks the run)."""
+        self.scans.start(run.ckpt)
         if run.died:
             self.deaths_in_a_row += 1
             self._death_reported = True
@@ -257,6 +264,11 @@ class KernelSlot:
                 self.deaths_in_a_row += 1
                 raise PadError(f"pad {name!r}: the kernel died; run a cell to restart it")
             self.note_late(kind, payload)
+
+    async def before_cell(self) -> None:
+        """Give the scans of the last cell's blobs a moment to finish, so its next cell
+        hears what was not kept (a long scan is told to a later cell)."""
+        await self.scans.settle(BEFORE_CELL_S)
 
     def take_notes(self, kernel: KernelProcess) -> list[str]:
         """Notes for the starting cell: restarts, and output that arrived between cells."""

@@ -184,6 +184,7 @@ class LocalRuntime(ScratchpadRuntime):
         async with self._lock:
             stopping = self._slot.kernel is not None
             await self._slot.stop()
+            await self._slot.scans.settle()  # no blob holding a secret outlives the pad
             self._history.close()
         if stopping:
             self.watch.status(self)
