@@ -21,7 +21,7 @@ from scratchpad.runtime import checkpoint
 from scratchpad.scrub import Scrubber, scrubber
 
 WRITE_WAIT_S = 30.0  # how long a scan waits for the kernel to write what it said it would
-POLL_S = 0.01  # how often it looks meanwhile
+POLL_S = (0.001, 0.02)  # how often it looks meanwhile: soon at first (small blobs), then less
 BEFORE_CELL_S = 2.0  # how long the next cell waits for the scans before it starts
 SETTLE_S = 60.0  # how long a close, sleep, fork or revert waits for them
 NOTE_NAMES = 20  # names a note lists
@@ -57,6 +57,7 @@ def _written(base: Path, new: NewBlobs, stopped: threading.Event, deadline: floa
     """Until the blobs are on disk: all there, or the manifest after them written (the
     missing were never written, or are gone), or the kernel stopped, or the deadline."""
     blobs = base / "blobs"
+    pause, longest = POLL_S
     while time.monotonic() < deadline and not stopped.is_set():
         head = checkpoint.head_number(base)
         if head is not None and head >= new.number:
@@ -65,7 +66,8 @@ def _written(base: Path, new: NewBlobs, stopped: threading.Event, deadline: floa
             return
         if not base.is_dir():  # reset: nothing left to scan
             return
-        stopped.wait(POLL_S)
+        stopped.wait(pause)
+        pause = min(pause * 2, longest)
 
 
 def scan(
