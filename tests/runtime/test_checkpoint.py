@@ -588,6 +588,8 @@ async def test_a_closed_pad_leaves_no_blob_holding_a_secret(pad: LocalRuntime) -
     code = f"import os\nrows = [{SERVER_SECRET!r}, os.urandom(30 << 20)]\nplain = 1"
     cell = await pad.execute(code)
     assert cell.status == "ok", cell.error
+    partial = ckdir(pad) / "blobs" / f".{'0' * 64}.pkl.99999.tmp"  # a killed writer's
+    partial.write_bytes(SERVER_SECRET.encode())
     await pad.close()
     assert holding(pad, SERVER_SECRET) == []
     assert (ckdir(pad) / "HEAD").read_text() == str(cell.number)  # the rest was kept

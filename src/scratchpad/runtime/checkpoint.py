@@ -112,6 +112,14 @@ def drop_secrets(root: Path, scrub: Scrubber) -> int:
     return dropped
 
 
+def drop_partial(root: Path) -> None:
+    """Remove the blobs a stopped kernel left half-written (its temp files: never loaded,
+    and they may hold what a scan of finished blobs would have deleted)."""
+    with contextlib.suppress(OSError):
+        for path in (directory(root) / "blobs").glob(".*.tmp"):
+            path.unlink(missing_ok=True)
+
+
 def delete(root: Path) -> None:
     """Forget the pad's variables (reset): the checkpoint and any set aside go."""
     shutil.rmtree(directory(root), ignore_errors=True)

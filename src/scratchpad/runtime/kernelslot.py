@@ -225,6 +225,7 @@ class KernelSlot:
         self._guard.forget()
         code = await asyncio.shield(kernel.stop(grace=self._pad.settings.interrupt_grace_s))
         self.scans.kernel_stopped()  # what it wrote is on disk: the scans finish now
+        await asyncio.to_thread(checkpoint.drop_partial, self._pad.root)
         await self._launcher.stopped()
         return code
 
