@@ -568,6 +568,7 @@ async def test_secrets_the_scrubber_knows_are_never_kept_in_a_checkpoint(
     assert (
         "token: not saved (holds what looks like a secret (a key of the shape gh…))" in first.logs
     )
+    await saved(pad, first.number)  # on disk: the next cell waits for their scan
     second = await pad.execute("plain")
     assert "password: not kept (it held a secret)" in second.logs
     assert "conn: not kept (it held a secret)" in second.logs
@@ -588,6 +589,7 @@ async def test_a_closed_pad_leaves_no_blob_holding_a_secret(pad: LocalRuntime) -
     code = f"import os\nrows = [{SERVER_SECRET!r}, os.urandom(30 << 20)]\nplain = 1"
     cell = await pad.execute(code)
     assert cell.status == "ok", cell.error
+    await saved(pad, cell.number)  # on disk; its scan (30 MB) still running
     partial = ckdir(pad) / "blobs" / f".{'0' * 64}.pkl.99999.tmp"  # a killed writer's
     partial.write_bytes(SERVER_SECRET.encode())
     await pad.close()

@@ -116,7 +116,7 @@ async def test_sys_exit_is_an_error_not_a_death(pad: ScratchpadRuntime) -> None:
 
 
 async def test_os_exit_kills_and_the_next_cell_restarts(pad: ScratchpadRuntime) -> None:
-    await pad.execute("kept = 1")
+    await pad.execute("import threading\nkept = threading.Lock()")  # never checkpointed
     cell = await pad.execute("import os\nprint('bye')\nos._exit(3)")
     assert cell.status == "killed"
     assert cell.stdout == "bye\n"

@@ -53,19 +53,22 @@ class NewBlobs:
         return cls(number, names, more) if names or more else None
 
 
-def _written(base: Path, new: NewBlobs, stopped: threading.Event, deadline: float) -> None:
-    """Until the blobs are on disk: all there, or the manifest after them written (the
-    missing were never written, or are gone), or the kernel stopped, or the deadline."""
+def written(base: Path, new: NewBlobs) -> bool:
+    """Whether the blobs are on disk: all there, or the manifest after them written (the
+    missing were never written, or are gone), or no checkpoint is left (a reset)."""
+    head = checkpoint.head_number(base)
+    if head is not None and head >= new.number:
+        return True
     blobs = base / "blobs"
+    if not new.more and all((blobs / f"{d}.pkl").exists() for d in new.names):
+        return True
+    return not base.is_dir()
+
+
+def _written(base: Path, new: NewBlobs, stopped: threading.Event, deadline: float) -> None:
+    """Until the blobs are on disk, the kernel stopped, or the deadline."""
     pause, longest = POLL_S
-    while time.monotonic() < deadline and not stopped.is_set():
-        head = checkpoint.head_number(base)
-        if head is not None and head >= new.number:
-            return
-        if not new.more and all((blobs / f"{d}.pkl").exists() for d in new.names):
-            return
-        if not base.is_dir():  # reset: nothing left to scan
-            return
+    while time.monotonic() < deadline and not stopped.is_set() and not written(base, new):
         stopped.wait(pause)
         pause = min(pause * 2, longest)
 
@@ -110,7 +113,7 @@ class BlobScans:
     def __init__(self, root: Path, tell: Callable[[str], None]) -> None:
         self._root = root
         self._tell = tell  # a line for the next cell's logs
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[asyncio.Task[None], NewBlobs] = {}
         self._clean: set[str] = set()  # digests found clean, at ``_version`` of the scrubber
         self._version = -1
         self._stopped = threading.Event()  # set when the kernel that writes them stops
@@ -124,8 +127,8 @@ class BlobScans:
         if scrub.version != self._version:
             self._clean, self._version = set(), scrub.version
         task = asyncio.get_running_loop().create_task(self._scan(new, scrub, self._stopped))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks[task] = new
+        task.add_done_callback(lambda done: self._tasks.pop(done, None))
 
     async def _scan(self, new: NewBlobs, scrub: Scrubber, stopped: threading.Event) -> None:
         try:
@@ -147,3 +150,16 @@ class BlobScans:
         """Until every scan started is done (at most ``timeout`` seconds)."""
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout)
+
+    async def before_cell(self) -> None:
+        """Let the scans whose blobs are on disk finish (at most ``BEFORE_CELL_S``), so the
+        next cell hears what was not kept. A scan still waiting for the kernel's writer is
+        not waited for (a cell sent right after another would wait for the disk): a later
+        cell hears of it."""
+        if not self._tasks:
+            return
+        base = checkpoint.directory(self._root)
+        pending = list(self._tasks.items())
+        ready = await asyncio.to_thread(lambda: [t for t, new in pending if written(base, new)])
+        if ready:
+            await asyncio.wait(ready, timeout=BEFORE_CELL_S)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from scratchpad.errors import InstallError, KernelStartError, PadError, ScratchpadError
 from scratchpad.fsutil import disk_full_in
 from scratchpad.runtime import checkpoint, venv
-from scratchpad.runtime.blobscan import BEFORE_CELL_S, BlobScans
+from scratchpad.runtime.blobscan import BlobScans
 from scratchpad.runtime.cell import CappedOutput
 from scratchpad.runtime.cellrun import CellRun
 from scratchpad.runtime.history import CellHistory
@@ -269,7 +269,7 @@ class KernelSlot:
     async def before_cell(self) -> None:
         """Give the scans of the last cell's blobs a moment to finish, so its next cell
         hears what was not kept (a long scan is told to a later cell)."""
-        await self.scans.settle(BEFORE_CELL_S)
+        await self.scans.before_cell()
 
     def take_notes(self, kernel: KernelProcess) -> list[str]:
         """Notes for the starting cell: restarts, and output that arrived between cells."""
