@@ -74,12 +74,19 @@ def _written(base: Path, new: NewBlobs, stopped: threading.Event, deadline: floa
 
 
 def scan(
-    root: Path, new: NewBlobs, scrub: Scrubber, clean: set[str], stopped: threading.Event
+    root: Path,
+    new: NewBlobs,
+    scrub: Scrubber,
+    clean: set[str],
+    stopped: threading.Event,
+    seen: threading.Event | None = None,
 ) -> list[str]:
     """Delete the new blobs that hold a secret (blocking; ``clean``: digests found clean
-    before, grown here). The names they held."""
+    before, grown here; ``seen`` set once they are on disk). The names they held."""
     base = checkpoint.directory(root)
     _written(base, new, stopped, time.monotonic() + WRITE_WAIT_S)
+    if seen is not None:
+        seen.set()
     names = dict(new.names)
     if new.more:
         manifest = checkpoint.read_manifest(root) or {}
@@ -113,7 +120,7 @@ class BlobScans:
     def __init__(self, root: Path, tell: Callable[[str], None]) -> None:
         self._root = root
         self._tell = tell  # a line for the next cell's logs
-        self._tasks: dict[asyncio.Task[None], NewBlobs] = {}
+        self._tasks: dict[asyncio.Task[None], threading.Event] = {}  # -> on disk
         self._clean: set[str] = set()  # digests found clean, at ``_version`` of the scrubber
         self._version = -1
         self._stopped = threading.Event()  # set when the kernel that writes them stops
@@ -126,13 +133,19 @@ class BlobScans:
         scrub = scrubber()
         if scrub.version != self._version:
             self._clean, self._version = set(), scrub.version
-        task = asyncio.get_running_loop().create_task(self._scan(new, scrub, self._stopped))
-        self._tasks[task] = new
+        seen = threading.Event()
+        scanning = self._scan(new, scrub, self._stopped, seen)
+        task = asyncio.get_running_loop().create_task(scanning)
+        self._tasks[task] = seen
         task.add_done_callback(lambda done: self._tasks.pop(done, None))
 
-    async def _scan(self, new: NewBlobs, scrub: Scrubber, stopped: threading.Event) -> None:
+    async def _scan(
+        self, new: NewBlobs, scrub: Scrubber, stopped: threading.Event, seen: threading.Event
+    ) -> None:
         try:
-            dropped = await asyncio.to_thread(scan, self._root, new, scrub, self._clean, stopped)
+            dropped = await asyncio.to_thread(
+                scan, self._root, new, scrub, self._clean, stopped, seen
+            )
         except OSError as exc:
             self._tell(f"the checkpoint could not be checked for secrets ({exc})")
             return
@@ -152,14 +165,10 @@ class BlobScans:
             await asyncio.wait(set(self._tasks), timeout=timeout)
 
     async def before_cell(self) -> None:
-        """Let the scans whose blobs are on disk finish (at most ``BEFORE_CELL_S``), so the
-        next cell hears what was not kept. A scan still waiting for the kernel's writer is
-        not waited for (a cell sent right after another would wait for the disk): a later
-        cell hears of it."""
-        if not self._tasks:
-            return
-        base = checkpoint.directory(self._root)
-        pending = list(self._tasks.items())
-        ready = await asyncio.to_thread(lambda: [t for t, new in pending if written(base, new)])
+        """Let the scans that found their blobs on disk finish (at most ``BEFORE_CELL_S``),
+        so the next cell hears what was not kept. A scan still waiting for the kernel's
+        writer is not waited for (a cell sent right after another would wait for the disk):
+        a later cell hears of it."""
+        ready = [task for task, seen in self._tasks.items() if seen.is_set()]
         if ready:
             await asyncio.wait(ready, timeout=BEFORE_CELL_S)
