@@ -619,3 +619,19 @@ def test_the_kernel_finds_key_shapes_where_a_pickle_puts_them() -> None:
     for line in CONTROL_LINES:
         assert kernel_side._key_shape_in(shapes, pickle.dumps(line, protocol=5)) is None, line
     assert kernel_side._key_shape_in(shapes, pickle.dumps("xAKIAIOSFODNN7EXAMPLE")) is None
+
+
+def test_a_blob_is_searched_in_pieces_that_miss_no_secret(tmp_path: Path) -> None:
+    """A secret across the cut between two pieces is found; a key's shape that only seems
+    to start at a cut (the cut went through a word) is not."""
+    register([(SERVER_SECRET, "DS_SRV__PASSWORD")])
+    blob = tmp_path / "blob.pkl"
+    filler = b"." * (checkpoint.SCAN_PIECE * 2)
+    for value in (SERVER_SECRET, KEY_SHAPED):
+        for shift in (-len(value) + 1, -5, 0):
+            at = checkpoint.SCAN_PIECE + shift
+            blob.write_bytes(filler[:at] + b" " + value.encode() + filler[at:])
+            assert checkpoint.held_secret(blob, scrubber()), (value, shift)
+    at = checkpoint.SCAN_PIECE - 3
+    blob.write_bytes(filler[:at] + b"abc" + KEY_SHAPED.encode() + filler[at:])
+    assert not checkpoint.held_secret(blob, scrubber())

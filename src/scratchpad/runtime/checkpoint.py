@@ -40,6 +40,7 @@ DIR_NAME = sandboxing.CHECKPOINT_DIR
 ASIDE_PREFIX = "checkpoint.failed-"
 LIBRARIES = ("cloudpickle", "dill")
 MANIFEST_CAP = 4 << 20  # bytes of a manifest the server reads
+SCAN_PIECE = 1 << 20  # bytes of a blob searched for secrets at a time
 NOTE_NAMES = 60  # names listed in a note
 NOTE_REASONS = 20
 
@@ -96,9 +97,20 @@ def secret_names(env: dict[str, str]) -> list[str]:
 
 def held_secret(path: Path, scrub: Scrubber) -> bool:
     """Whether a blob's bytes hold a secret the scrubber knows (read as bytes, never
-    unpickled)."""
-    text = path.read_bytes().decode("latin-1")
-    return scrub.scrub(text) != text
+    unpickled), searched a MiB at a time: one search over a big blob would hold the GIL (the
+    event loop) for as long, and its text twice the blob's memory. The pieces overlap by what
+    a secret can span; each after the first starts after a key character, so a key's shape
+    is not taken to start where a piece cuts a word (the piece before judged it whole)."""
+    overlap = scrub.reach()
+    before = ""
+    with open(path, "rb") as file:
+        while data := file.read(SCAN_PIECE):
+            text = data.decode("latin-1")
+            piece = f"_{before}{text}" if before else text
+            if scrub.scrub(piece) != piece:
+                return True
+            before = (before + text)[-overlap:]
+    return False
 
 
 def drop_secrets(root: Path, scrub: Scrubber) -> int:
