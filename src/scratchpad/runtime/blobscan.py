@@ -4,15 +4,15 @@ registered secrets it is never told): a blob that holds one is deleted, and the 
 logs say which names were not kept. Its restore then reports them as not restored.
 
 The blobs are read as bytes (:func:`checkpoint.held_secret`), never unpickled, on a worker
-thread once the kernel's writer has put them on disk (it writes after the cell answered).
+thread once the kernel's writer has put them on disk (it writes after the cell answered);
+the wait for the disk is the event loop's (short looks, no worker thread held meanwhile).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,28 +65,10 @@ def written(base: Path, new: NewBlobs) -> bool:
     return not base.is_dir()
 
 
-def _written(base: Path, new: NewBlobs, stopped: threading.Event, deadline: float) -> None:
-    """Until the blobs are on disk, the kernel stopped, or the deadline."""
-    pause, longest = POLL_S
-    while time.monotonic() < deadline and not stopped.is_set() and not written(base, new):
-        stopped.wait(pause)
-        pause = min(pause * 2, longest)
-
-
-def scan(
-    root: Path,
-    new: NewBlobs,
-    scrub: Scrubber,
-    clean: set[str],
-    stopped: threading.Event,
-    seen: threading.Event | None = None,
-) -> list[str]:
+def scan(root: Path, new: NewBlobs, scrub: Scrubber, clean: set[str]) -> list[str]:
     """Delete the new blobs that hold a secret (blocking; ``clean``: digests found clean
-    before, grown here; ``seen`` set once they are on disk). The names they held."""
+    before, grown here). The names they held."""
     base = checkpoint.directory(root)
-    _written(base, new, stopped, time.monotonic() + WRITE_WAIT_S)
-    if seen is not None:
-        seen.set()
     names = dict(new.names)
     if new.more:
         manifest = checkpoint.read_manifest(root) or {}
@@ -120,10 +102,10 @@ class BlobScans:
     def __init__(self, root: Path, tell: Callable[[str], None]) -> None:
         self._root = root
         self._tell = tell  # a line for the next cell's logs
-        self._tasks: dict[asyncio.Task[None], threading.Event] = {}  # -> on disk
+        self._tasks: dict[asyncio.Task[None], asyncio.Event] = {}  # -> its blobs on disk
         self._clean: set[str] = set()  # digests found clean, at ``_version`` of the scrubber
         self._version = -1
-        self._stopped = threading.Event()  # set when the kernel that writes them stops
+        self._stopped = asyncio.Event()  # set when the kernel that writes them stops
 
     def start(self, ckpt: object) -> None:
         """Scan what a checkpoint outcome says it wrote (nothing new: nothing to do)."""
@@ -133,19 +115,16 @@ class BlobScans:
         scrub = scrubber()
         if scrub.version != self._version:
             self._clean, self._version = set(), scrub.version
-        seen = threading.Event()
-        scanning = self._scan(new, scrub, self._stopped, seen)
-        task = asyncio.get_running_loop().create_task(scanning)
+        seen = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(self._scan(new, scrub, seen))
         self._tasks[task] = seen
         task.add_done_callback(lambda done: self._tasks.pop(done, None))
 
-    async def _scan(
-        self, new: NewBlobs, scrub: Scrubber, stopped: threading.Event, seen: threading.Event
-    ) -> None:
+    async def _scan(self, new: NewBlobs, scrub: Scrubber, seen: asyncio.Event) -> None:
         try:
-            dropped = await asyncio.to_thread(
-                scan, self._root, new, scrub, self._clean, stopped, seen
-            )
+            await self._written(new)
+            seen.set()
+            dropped = await asyncio.to_thread(scan, self._root, new, scrub, self._clean)
         except OSError as exc:
             self._tell(f"the checkpoint could not be checked for secrets ({exc})")
             return
@@ -154,10 +133,24 @@ class BlobScans:
         if len(dropped) > NOTE_NAMES:
             self._tell(f"and {len(dropped) - NOTE_NAMES} more names: not kept (a secret)")
 
+    async def _written(self, new: NewBlobs) -> None:
+        """Until the blobs are on disk, the kernel that writes them stopped, or the deadline."""
+        stopped = self._stopped
+        base = checkpoint.directory(self._root)
+        deadline = asyncio.get_running_loop().time() + WRITE_WAIT_S
+        pause, longest = POLL_S
+        while not stopped.is_set() and not await asyncio.to_thread(written, base, new):
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopped.wait(), min(pause, left))
+            pause = min(pause * 2, longest)
+
     def kernel_stopped(self) -> None:
         """The kernel is gone: what it wrote is all there is (scans stop waiting for more)."""
         self._stopped.set()
-        self._stopped = threading.Event()
+        self._stopped = asyncio.Event()
 
     async def settle(self, timeout: float = SETTLE_S) -> None:
         """Until every scan started is done (at most ``timeout`` seconds)."""
