@@ -21,7 +21,7 @@ from scratchpad.runtime import checkpoint
 from scratchpad.scrub import Scrubber, scrubber
 
 WRITE_WAIT_S = 30.0  # how long a scan waits for the kernel to write what it said it would
-POLL_S = (0.001, 0.02)  # how often it looks meanwhile: soon at first (small blobs), then less
+POLL_S = (0.004, 0.02)  # how often it looks meanwhile: soon at first (small blobs), then less
 BEFORE_CELL_S = 2.0  # how long the next cell waits for the scans before it starts
 SETTLE_S = 60.0  # how long a close, sleep, fork or revert waits for them
 NOTE_NAMES = 20  # names a note lists
@@ -139,12 +139,11 @@ class BlobScans:
         base = checkpoint.directory(self._root)
         deadline = asyncio.get_running_loop().time() + WRITE_WAIT_S
         pause, longest = POLL_S
-        while not stopped.is_set() and not await asyncio.to_thread(written, base, new):
-            left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                return
-            with contextlib.suppress(TimeoutError):
+        while (left := deadline - asyncio.get_running_loop().time()) > 0:
+            with contextlib.suppress(TimeoutError):  # first: the writer has only just begun
                 await asyncio.wait_for(stopped.wait(), min(pause, left))
+            if stopped.is_set() or await asyncio.to_thread(written, base, new):
+                return
             pause = min(pause * 2, longest)
 
     def kernel_stopped(self) -> None:
