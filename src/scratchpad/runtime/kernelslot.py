@@ -185,24 +185,26 @@ class KernelSlot:
         again (a full sweep), so the next start brings back what the kernel holds now; a
         sweep that fails is logged (the checkpoint of the last cell stays)."""
         kernel = self.kernel
-        if kernel is None or not kernel.alive or not self._pad.settings.checkpoint_pad_mb:
-            return
-        outcome = await checkpoint.checkpoint_all(kernel, REQUEST_TIMEOUT_S, self.note_late)
-        if outcome.get("error"):
-            log.warning("pad %r: full checkpoint: %s", self._pad.name, outcome["error"])
-        self.scans.start(outcome)
-        await self.scans.settle()
+        if kernel is not None and kernel.alive and self._pad.settings.checkpoint_pad_mb:
+            outcome = await checkpoint.checkpoint_all(kernel, REQUEST_TIMEOUT_S, self.note_late)
+            if outcome.get("error"):
+                log.warning("pad %r: full checkpoint: %s", self._pad.name, outcome["error"])
+            self.scans.start(outcome)
+        elif kernel is not None and not kernel.alive:
+            self.scans.kernel_stopped()  # no more writes: its scans need not wait for them
+        await self.scans.settle()  # what is kept or copied holds no secret
 
     async def flush_checkpoints(self) -> None:
         """Until the running kernel's checkpoints are on disk (none runs: nothing to wait
         for); PadError when the kernel does not say so."""
         kernel = self.kernel
-        if kernel is None or not kernel.alive or not self._pad.settings.checkpoint_pad_mb:
-            return
-        trouble = await checkpoint.flush(kernel, REQUEST_TIMEOUT_S, self.note_late)
-        if trouble:
-            raise PadError(f"pad {self._pad.name!r}: {trouble} while saving its variables")
-        await self.scans.settle()
+        if kernel is not None and kernel.alive and self._pad.settings.checkpoint_pad_mb:
+            trouble = await checkpoint.flush(kernel, REQUEST_TIMEOUT_S, self.note_late)
+            if trouble:
+                raise PadError(f"pad {self._pad.name!r}: {trouble} while saving its variables")
+        elif kernel is not None and not kernel.alive:
+            self.scans.kernel_stopped()
+        await self.scans.settle()  # and checked for secrets
 
     async def _rebuild_venv(self, why: str) -> None:
         pad = self._pad
@@ -238,7 +240,8 @@ class KernelSlot:
             self.notes.append(f"Restarting the kernel failed: {exc}")
 
     def after_cell(self, run: CellRun) -> None:
-        """Count the deaths in a row (a cell that ended on its own breaks the run)."""
+        """Scan the blobs its checkpoint wrote; count the deaths in a row (a cell that ended
+        on its own breaks the run)."""
         self.scans.start(run.ckpt)
         if run.died:
             self.deaths_in_a_row += 1
