@@ -22,6 +22,7 @@ from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 
 TEN_VARS = "\n".join(f"v{i} = [{{'k': {i}, 'n': n}}, 'text {i}', {i}.5]" for i in range(10))
+BIG = "import os\nbig = os.urandom(50 << 20)"  # random: the slowest bytes to search
 
 
 def median_ms(samples: list[float]) -> float:
@@ -65,7 +66,9 @@ async def measure(settings: Settings, repeats: int, workspace: Path) -> dict[str
         "off": ScratchpadManager(workspace=workspace, settings=off_settings),
     }
     samples: dict[str, list[float]] = {
-        f"{key} {side}": [] for key in ("ten", "nothing", "restore") for side in managers
+        f"{key} {side}": []
+        for key in ("ten", "nothing", "restore", "big", "after big")
+        for side in managers
     }
     try:
         pads: dict[str, LocalRuntime] = {}
@@ -78,6 +81,12 @@ async def measure(settings: Settings, repeats: int, workspace: Path) -> dict[str
             for side, pad in pads.items():
                 samples[f"ten {side}"].append(await timed(pad, f"n = {index}\n{TEN_VARS}"))
                 samples[f"nothing {side}"].append(await timed(pad, "1+1"))
+        for _ in range(max(3, repeats // 8)):  # the server scans the new blob meanwhile
+            for side, pad in pads.items():
+                samples[f"big {side}"].append(await timed(pad, BIG))
+                samples[f"after big {side}"].append(await timed(pad, "1+1"))
+            for pad in pads.values():
+                await pad.execute("del big")
         for _ in range(max(3, repeats // 4)):
             for side, pad in pads.items():
                 await pad.execute(f"n = -1\n{TEN_VARS}")
@@ -100,6 +109,8 @@ async def main(repeats: int) -> None:
         ("cell setting 10 small variables", "ten", "<= 5 ms added"),
         ("cell `1+1` (changed nothing)", "nothing", "<= 0.2 ms added"),
         ("kill -9, then first result (restore of 10 vars)", "restore", "<= fresh + 20 ms"),
+        ("cell setting one 50 MB bytes value (random)", "big", ""),
+        ("`1+1` right after it (its blob scanned meanwhile)", "after big", ""),
     ]
     print(f"{'metric (medians)':52} {'checkpoints':>12} {'off':>10} {'added':>10}  target")
     for label, key, target in rows:

@@ -608,3 +608,97 @@ async def test_rescrub_drops_blobs_holding_a_secret_learnt_later(
     after = await pad.execute("plain, 'token' in dir()")
     assert after.result == "([1], False)"
     assert "token (its saved value is gone (it held a secret, or was deleted)" in after.logs
+
+
+SERVER_SECRET = "srv-only-Zq9-4471-ckpt-pw"  # registered with the server, never told the pad
+KEY_SHAPED = "ghp_" + "R2d2C3p0BB8bb8Xw1ngY0daK3r3k4lM6nP8qR0"  # nobody registered it
+
+
+def holding(pad: LocalRuntime, *values: str) -> list[Path]:
+    """The files of the pad's checkpoint that hold any of ``values``."""
+    found = []
+    for path in ckdir(pad).rglob("*"):
+        if path.is_file() and any(value.encode() in path.read_bytes() for value in values):
+            found.append(path)
+    return found
+
+
+async def test_secrets_the_scrubber_knows_are_never_kept_in_a_checkpoint(
+    pad: LocalRuntime,
+) -> None:
+    register([(SERVER_SECRET, "DS_SRV__PASSWORD")])
+    first = await pad.execute(
+        f"password = {SERVER_SECRET!r}\nconn = {{'pw': password, 'port': 5432}}\n"
+        f"token = {KEY_SHAPED!r}\nplain = [1, 2]\nx = 5\n"
+    )
+    assert first.status == "ok", first.error
+    assert (
+        "token: not saved (holds what looks like a secret (a key of the shape gh…))" in first.logs
+    )
+    await saved(pad, first.number)
+    deadline = asyncio.get_running_loop().time() + DEADLINE_S
+    while holding(pad, SERVER_SECRET):  # scanned once on disk, after the cell's answer
+        assert asyncio.get_running_loop().time() < deadline, "the blobs were not scanned"
+        await asyncio.sleep(0.01)
+    second = await pad.execute("plain")
+    assert "password: not kept (it held a secret)" in second.logs
+    assert "conn: not kept (it held a secret)" in second.logs
+    assert "plain: not kept" not in second.logs and "x: not kept" not in second.logs
+    assert holding(pad, SERVER_SECRET, KEY_SHAPED) == []
+    await kill(pad)
+    after = await pad.execute("plain, x, [n in dir() for n in ('password', 'conn', 'token')]")
+    assert after.result == "([1, 2], 5, [False, False, False])"
+    gone = "(its saved value is gone (it held a secret, or was deleted); defined in cell 1"
+    assert f"password {gone}" in after.logs and f"conn {gone}" in after.logs
+    assert "token (never saved: holds what looks like a secret (a key of the shape gh" in after.logs
+    assert SERVER_SECRET not in after.logs and KEY_SHAPED not in after.logs
+
+
+async def test_a_closed_pad_leaves_no_blob_holding_a_secret(pad: LocalRuntime) -> None:
+    """A close waits for the scan of the last cell's blobs (a big one takes a while)."""
+    register([(SERVER_SECRET, "DS_SRV__PASSWORD")])
+    code = f"import os\nrows = [{SERVER_SECRET!r}, os.urandom(30 << 20)]\nplain = 1"
+    cell = await pad.execute(code)
+    assert cell.status == "ok", cell.error
+    await saved(pad, cell.number)  # on disk; its scan (30 MB) still running
+    partial = ckdir(pad) / "blobs" / f".{'0' * 64}.pkl.99999.tmp"  # a killed writer's
+    partial.write_bytes(SERVER_SECRET.encode())
+    await pad.close()
+    assert holding(pad, SERVER_SECRET) == []
+    assert (ckdir(pad) / "HEAD").read_text() == str(cell.number)  # the rest was kept
+
+
+def test_the_kernel_finds_key_shapes_where_a_pickle_puts_them() -> None:
+    """Each shape the scrubber knows, in strings whose pickled length is a letter or digit
+    (no word goes on there), and none in ordinary text."""
+    import pickle
+
+    from scratchpad.runtime.inkernel import checkpoint as kernel_side
+    from scratchpad.scrub.patterns import KEY_SHAPES
+    from tests.scrub.corpus import CONTROL_LINES, UNKNOWN_KEYS
+
+    shapes = kernel_side._key_shapes(KEY_SHAPES)
+    assert shapes is not None
+    for key in UNKNOWN_KEYS:
+        for value in (key, key.encode(), [key], {"k": "token=" + key}, key + "x" * 300):
+            assert kernel_side._key_shape_in(shapes, pickle.dumps(value, protocol=5)), value
+    assert len("github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789ABCDEFGHIJ") == 68
+    for line in CONTROL_LINES:
+        assert kernel_side._key_shape_in(shapes, pickle.dumps(line, protocol=5)) is None, line
+    assert kernel_side._key_shape_in(shapes, pickle.dumps("xAKIAIOSFODNN7EXAMPLE")) is None
+
+
+def test_a_blob_is_searched_in_pieces_that_miss_no_secret(tmp_path: Path) -> None:
+    """A secret across the cut between two pieces is found; a key's shape that only seems
+    to start at a cut (the cut went through a word) is not."""
+    register([(SERVER_SECRET, "DS_SRV__PASSWORD")])
+    blob = tmp_path / "blob.pkl"
+    filler = b"." * (checkpoint.SCAN_PIECE * 2)
+    for value in (SERVER_SECRET, KEY_SHAPED):
+        for shift in (-len(value) + 1, -5, 0):
+            at = checkpoint.SCAN_PIECE + shift
+            blob.write_bytes(filler[:at] + b" " + value.encode() + filler[at:])
+            assert checkpoint.held_secret(blob, scrubber()), (value, shift)
+    at = checkpoint.SCAN_PIECE - 3
+    blob.write_bytes(filler[:at] + b"abc" + KEY_SHAPED.encode() + filler[at:])
+    assert not checkpoint.held_secret(blob, scrubber())

@@ -18,6 +18,7 @@ from scratchpad.observations import ObservationStore
 from scratchpad.runtime import manager as manager_module
 from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.history import CellHistory
+from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.rescrub import rescrub_home
 from scratchpad.scrub import scrubber
@@ -72,6 +73,8 @@ async def test_rescrub_leaves_no_secret_under_the_home(manager: ScratchpadManage
     pad = await manager.get_or_create("main")
     first = await pad.execute(PRINT_IT)
     assert first.ok and SECRET in first.stdout
+    assert isinstance(pad, LocalRuntime)
+    await pad._slot.scans.settle()  # its new blob checked while the secret is still unknown
     old = stopped_pad(home, "old", Cell(code="x", stdout=f"line\n{SECRET}\nmore", id="c1"))
     plain = stopped_pad(home, "plain", Cell(code="1 + 1", result="2"))
     main = home / "pads" / "main" / "history.jsonl"

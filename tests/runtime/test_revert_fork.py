@@ -267,3 +267,22 @@ async def test_a_fork_whose_packages_cannot_be_installed_leaves_no_pad(
     assert not pad_root(manager.settings, "pkgs-2").exists()
     assert "pkgs-2" not in [info.name for info in await manager.list_pads()]
     assert await run(pad, "a") == "1"
+
+
+async def test_a_fork_copies_no_blob_holding_a_secret(manager: ScratchpadManager) -> None:
+    """The fork waits for the scan of the last cell's blobs (hard links would keep a blob
+    that the source's scan deleted afterwards)."""
+    from scratchpad.scrub import register
+    from tests.runtime.test_checkpoint import SERVER_SECRET
+
+    register([(SERVER_SECRET, "DS_SRV__PASSWORD")])
+    source = await local(manager, "leaky")
+    await run(source, f"import os\nrows = [{SERVER_SECRET!r}, os.urandom(30 << 20)]\nplain = 1")
+    await manager.fork("leaky", "leaky-2")
+    for root in (source.root, pad_root(manager.settings, "leaky-2")):
+        for path in checkpoint.directory(root).rglob("*"):
+            assert not path.is_file() or SERVER_SECRET.encode() not in path.read_bytes(), path
+    forked = await local(manager, "leaky-2")
+    cell = await forked.execute("plain, 'rows' in dir()")
+    assert cell.result == "(1, False)", cell.error
+    assert "rows (its saved value is gone (it held a secret" in cell.logs

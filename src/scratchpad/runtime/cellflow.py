@@ -211,6 +211,7 @@ class CellFlow:
         settings = self._pad.settings
         self._check_open()
         await self._slot.ensure()
+        await self._slot.before_cell()
         self._check_open()  # closed while the kernel was starting
         kernel = self._slot.kernel
         assert kernel is not None

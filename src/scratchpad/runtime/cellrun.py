@@ -103,6 +103,7 @@ class CellRun:
         self.done_event = asyncio.Event()
         self.stop_reason: StopReason | None = None
         self.violation: str | None = None  # how the kernel broke the protocol in this cell
+        self.ckpt: object = None  # the checkpoint outcome of its ``done`` frame (untrusted)
         self.cancel_requested = False
         self._abort_text: str | None = None
         loop = asyncio.get_running_loop()
@@ -363,7 +364,8 @@ class CellRun:
         if cell.result is None:
             cell.result_data = {}
         error = clean_text(str(message.get("error") or ""))
-        for line in checkpoint.failure_lines(message.get("ckpt")):  # never the cell's error
+        self.ckpt = message.get("ckpt")
+        for line in checkpoint.failure_lines(self.ckpt):  # never the cell's error
             self.logs.append(clean_text(line))
         if status == "ok":
             cell.status = "ok"

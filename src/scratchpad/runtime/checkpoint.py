@@ -34,11 +34,13 @@ from scratchpad.runtime import sandboxing, workdir
 from scratchpad.runtime.kernel import KernelProcess
 from scratchpad.scrub import Scrubber, scrubber
 from scratchpad.scrub.matcher import is_secret_length
+from scratchpad.scrub.patterns import KEY_SHAPES
 
 DIR_NAME = sandboxing.CHECKPOINT_DIR
 ASIDE_PREFIX = "checkpoint.failed-"
 LIBRARIES = ("cloudpickle", "dill")
 MANIFEST_CAP = 4 << 20  # bytes of a manifest the server reads
+SCAN_PIECE = 1 << 20  # bytes of a blob searched for secrets at a time
 NOTE_NAMES = 60  # names listed in a note
 NOTE_REASONS = 20
 log = logging.getLogger(__name__)
@@ -106,6 +108,7 @@ def kernel_config(settings: Settings, root: Path, workspace: Path) -> dict[str, 
         "sweep_cells": settings.checkpoint_sweep_cells,
         "workspace": str(workspace),
         "libraries": libraries(),
+        "key_shapes": [list(shape) for shape in KEY_SHAPES],  # public: refused by the kernel
     }
 
 
@@ -118,11 +121,22 @@ def secret_names(env: dict[str, str]) -> list[str]:
 
 def held_secret(path: Path, scrub: Scrubber) -> bool:
     """Whether a blob's bytes hold a secret the scrubber knows (read as bytes, never
-    unpickled, never through a link)."""
+    unpickled, never through a link), searched a MiB at a time: one search over a big blob
+    would hold the GIL (the event loop) for as long, and its text twice the blob's memory. The
+    pieces overlap by what a secret can span; each after the first starts after a key
+    character, so a key's shape is not taken to start where a piece cuts a word (the piece
+    before judged it whole)."""
+    overlap = scrub.reach()
+    before = ""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as file:
-        text = file.read().decode("latin-1")
-    return scrub.scrub(text) != text
+        while data := file.read(SCAN_PIECE):
+            text = data.decode("latin-1")
+            piece = f"_{before}{text}" if before else text
+            if scrub.scrub(piece) != piece:
+                return True
+            before = (before + text)[-overlap:]
+    return False
 
 
 def drop_secrets(root: Path, scrub: Scrubber) -> int:
@@ -138,6 +152,14 @@ def drop_secrets(root: Path, scrub: Scrubber) -> int:
             path.unlink(missing_ok=True)
             dropped += 1
     return dropped
+
+
+def drop_partial(root: Path) -> None:
+    """Remove the blobs a stopped kernel left half-written (its temp files: never loaded,
+    and they may hold what a scan of finished blobs would have deleted)."""
+    with contextlib.suppress(OSError):
+        for path in (directory(root) / "blobs").glob(".*.tmp"):
+            path.unlink(missing_ok=True)
 
 
 def delete(root: Path) -> None:
@@ -196,7 +218,8 @@ def read_manifest(root: Path) -> dict[str, Any] | None:
     return manifest if isinstance(manifest, dict) else None
 
 
-def _head(base: Path) -> int | None:
+def head_number(base: Path) -> int | None:
+    """The number in a checkpoint directory's ``HEAD`` (None: none, or unreadable)."""
     try:
         with _opened(base / "HEAD") as fd:  # never through a link, nor blocking on a FIFO
             head = os.read(fd, 32).strip()
@@ -219,7 +242,7 @@ def step_back(root: Path) -> tuple[int, int]:
     never forward). Only files move: nothing is unpickled. (the cell undone, the cell whose
     variables are current now); InvalidInputError when no earlier manifest is kept."""
     base = directory(root)
-    head = _head(base)
+    head = head_number(base)
     if head is None:
         raise InvalidInputError(
             "nothing to revert: the pad has no checkpoint (no cell changed its variables since "

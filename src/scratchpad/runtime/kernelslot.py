@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from scratchpad.errors import InstallError, KernelStartError, PadError, ScratchpadError
 from scratchpad.fsutil import disk_full_in
 from scratchpad.runtime import checkpoint, venv
+from scratchpad.runtime.blobscan import BlobScans
 from scratchpad.runtime.cell import CappedOutput
 from scratchpad.runtime.cellrun import CellRun
 from scratchpad.runtime.history import CellHistory
@@ -57,6 +58,7 @@ class KernelSlot:
         self._death_reported = False  # the last death was already told in its cell
         self._state: PadState | None = None  # state.json, read when first needed
         self.started_at: float | None = None  # when the latest kernel started (epoch s)
+        self.scans = BlobScans(pad.root, lambda line: self.notes.append(line))  # (secrets)
 
     @property
     def state(self) -> PadState:
@@ -188,21 +190,26 @@ class KernelSlot:
         kernel holds now, even a value changed in place since its last cell. Given up after
         ``timeout``; a sweep that fails is logged (the checkpoint of the last cell stays)."""
         kernel = self.kernel
-        if kernel is None or not kernel.alive or not self._pad.settings.checkpoint_pad_mb:
-            return
-        outcome = await checkpoint.checkpoint_all(kernel, timeout, self.note_late)
-        if outcome.get("error"):
-            log.warning("pad %r: checkpoint %s: %s", self._pad.name, why, outcome["error"])
+        if kernel is not None and kernel.alive and self._pad.settings.checkpoint_pad_mb:
+            outcome = await checkpoint.checkpoint_all(kernel, timeout, self.note_late)
+            if outcome.get("error"):
+                log.warning("pad %r: checkpoint %s: %s", self._pad.name, why, outcome["error"])
+            self.scans.start(outcome)
+        elif kernel is not None and not kernel.alive:
+            self.scans.kernel_stopped()  # no more writes: its scans need not wait for them
+        await self.scans.settle()  # what is kept or copied holds no secret
 
     async def flush_checkpoints(self) -> None:
         """Until the running kernel's checkpoints are on disk (none runs: nothing to wait
         for); PadError when the kernel does not say so."""
         kernel = self.kernel
-        if kernel is None or not kernel.alive or not self._pad.settings.checkpoint_pad_mb:
-            return
-        trouble = await checkpoint.flush(kernel, REQUEST_TIMEOUT_S, self.note_late)
-        if trouble:
-            raise PadError(f"pad {self._pad.name!r}: {trouble} while saving its variables")
+        if kernel is not None and kernel.alive and self._pad.settings.checkpoint_pad_mb:
+            trouble = await checkpoint.flush(kernel, REQUEST_TIMEOUT_S, self.note_late)
+            if trouble:
+                raise PadError(f"pad {self._pad.name!r}: {trouble} while saving its variables")
+        elif kernel is not None and not kernel.alive:
+            self.scans.kernel_stopped()
+        await self.scans.settle()  # and checked for secrets
 
     async def _rebuild_venv(self, why: str) -> None:
         pad = self._pad
@@ -224,6 +231,8 @@ class KernelSlot:
             return None
         self._guard.forget()
         code = await asyncio.shield(kernel.stop(grace=self._pad.settings.interrupt_grace_s))
+        self.scans.kernel_stopped()  # what it wrote is on disk: the scans finish now
+        await asyncio.to_thread(checkpoint.drop_partial, self._pad.root)
         await self._launcher.stopped()
         return code
 
@@ -236,7 +245,9 @@ class KernelSlot:
             self.notes.append(f"Restarting the kernel failed: {exc}")
 
     def after_cell(self, run: CellRun) -> None:
-        """Count the deaths in a row (a cell that ended on its own breaks the run)."""
+        """Scan the blobs its checkpoint wrote; count the deaths in a row (a cell that ended
+        on its own breaks the run)."""
+        self.scans.start(run.ckpt)
         if run.died:
             self.deaths_in_a_row += 1
             self._death_reported = True
@@ -262,6 +273,11 @@ class KernelSlot:
                 self.deaths_in_a_row += 1
                 raise PadError(f"pad {name!r}: the kernel died; run a cell to restart it")
             self.note_late(kind, payload)
+
+    async def before_cell(self) -> None:
+        """Give the scans of the last cell's blobs a moment to finish, so its next cell
+        hears what was not kept (a long scan is told to a later cell)."""
+        await self.scans.before_cell()
 
     def take_notes(self, kernel: KernelProcess) -> list[str]:
         """Notes for the starting cell: restarts, and output that arrived between cells."""

@@ -193,6 +193,7 @@ class LocalRuntime(ScratchpadRuntime):
             if save:
                 await self._slot.checkpoint_all("before close", SAVE_ON_CLOSE_S)
             await self._slot.stop()
+            await self._slot.scans.settle()  # no blob holding a secret outlives the pad
             self._history.close()
         if stopping:
             self.watch.status(self)

@@ -104,6 +104,11 @@ class Scrubber:
                 patterns = self._patterns
         return patterns
 
+    def reach(self) -> int:
+        """The most characters one secret spans as the search finds it (line breaks inside
+        included): text searched in pieces that overlap by this much misses none."""
+        return self._compiled().window
+
     def scrub(self, text: str) -> str:
         """``text`` with every secret (and key-shaped string) replaced."""
         if not text:

@@ -26,6 +26,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
 import time
 import types
@@ -52,6 +53,13 @@ REPORT_NAMES = 200  # names listed in a report
 REPORT_REASONS = 20  # reasons given in a report
 NAME_CAP = 100  # characters of one name in a report
 REASON_CAP = 200
+NEW_BLOBS = 100  # new blobs a report lists by name (more: the server scans them all)
+KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+# Pickle opcodes that put a string's length just before it (1 byte, 4 bytes, 8 bytes): a
+# length byte that is a letter or digit does not make a key there continue a word.
+SHORT_STRINGS = frozenset(b"\x8cCU")  # SHORT_BINUNICODE, SHORT_BINBYTES, SHORT_BINSTRING
+LONG_STRINGS = frozenset(b"XBT")  # BINUNICODE, BINBYTES, BINSTRING
+LONGER_STRINGS = frozenset(b"\x8d\x8e")  # BINUNICODE8, BINBYTES8
 
 
 class Unsaveable(Exception):
@@ -238,6 +246,7 @@ class Checkpointer:
         self.generation = int(config.get("generation") or 0)  # of this kernel
         self.workspace = str(config.get("workspace") or "")
         self.secret_env = [str(name) for name in config.get("secret_env") or ()]
+        self.key_shapes = _key_shapes(config.get("key_shapes") or ())
         self.base_path = list(config.get("base_path") or sys.path)  # before any cell
         self.ids: dict[str, int] = {}  # name -> id(value) at the last checkpoint
         self.entries: dict[str, dict[str, Any]] = {}  # name -> its manifest entry
@@ -397,7 +406,20 @@ class Checkpointer:
         }
         if late:
             outcome["late"] = late[:REPORT_REASONS]
+        if blobs:  # the server scans them for secrets only it knows, once on disk
+            outcome["number"] = number
+            outcome["blobs"] = self._named(blobs)
         return outcome
+
+    def _named(self, blobs: dict[str, bytes]) -> dict[str, Any]:
+        """The new blobs and the names each holds (the first ``NEW_BLOBS``; ``"more"``
+        says there were others)."""
+        names: dict[str, list[str]] = {}
+        for name, entry in self.entries.items():
+            if entry["blob"] in blobs:
+                names.setdefault(entry["blob"], []).append(name[:NAME_CAP])
+        listed = {blob: held[:REPORT_REASONS] for blob, held in list(names.items())[:NEW_BLOBS]}
+        return {"new": listed, "more": len(names) > len(listed)}
 
     def _by_reference(self, name: str, value: object) -> bool:
         """Record a module, or a function or class importable by name, as an import."""
@@ -521,6 +543,10 @@ class Checkpointer:
             secret = os.environ.get(name, "")
             if len(secret) >= SECRET_MIN and secret.encode("utf-8", "surrogatepass") in data:
                 raise Unsaveable(f"holds a secret: the value of ${name}")
+        if self.key_shapes is not None:
+            shape = _key_shape_in(self.key_shapes, data)
+            if shape is not None:
+                raise Unsaveable(f"holds what looks like a secret (a key of the shape {shape}…)")
         return data, ids, ser
 
     def _dumps(self, library: str, value: object) -> tuple[bytes, frozenset[int], str]:
@@ -746,6 +772,39 @@ class Checkpointer:
             cell = entries[name].get("defined_in") or {}
             why = f"{type(exc).__name__}: {exc}"
             report.append({"name": name, "ok": False, "why": why, "number": cell.get("number")})
+
+
+def _key_shapes(shapes: Iterable[Any]) -> tuple[re.Pattern[bytes], list[bytes]] | None:
+    """The scrubber's key shapes (``(literal start, pattern)`` pairs, given by the server)
+    as one bytes search (no groups: the engine then skips in C where none can start), and
+    their starts (None: none given)."""
+    parts, starts = [], []
+    for shape in shapes:
+        start, pattern = (str(part).encode() for part in shape)
+        parts.append(re.escape(start) + pattern)
+        starts.append(start)
+    return (re.compile(b"|".join(parts)), starts) if parts else None
+
+
+def _key_shape_in(shapes: tuple[re.Pattern[bytes], list[bytes]], data: bytes) -> str | None:
+    """The start of the first key shape in a pickle (None: none), as the scrubber finds
+    them: a key that continues a word is none, but the length a pickle puts before a string
+    is no word."""
+    search, starts = shapes
+    position = 0
+    while (match := search.search(data, position)) is not None:
+        at = match.start()
+        if (
+            at == 0
+            or data[at - 1] not in KEY_CHARS
+            or (at >= 2 and data[at - 2] in SHORT_STRINGS)
+            or (at >= 5 and data[at - 5] in LONG_STRINGS)
+            or (at >= 9 and data[at - 9] in LONGER_STRINGS)
+        ):
+            found = match.group()
+            return max((s for s in starts if found.startswith(s)), key=len).decode()
+        position = at + 1
+    return None
 
 
 def _body(manifest: dict[str, Any]) -> str:
