@@ -66,20 +66,12 @@ class CellHandle:
     async def events(self, after: int = 0) -> AsyncIterator[Frame]:
         """The cell's frames after number ``after``, live, ending with its record; a frame of
         type ``resync`` (the cell as it stands) where the bounded journal moved on."""
-        reader = JournalReader(self.journal, after)
-        while True:
-            behind = False
-            async for frame in reader.frames():
-                if frame is None:
-                    behind = True
-                    break
-                yield frame
-            if not behind:
-                return
-            reader.seq = self.journal.last_seq
-            yield Frame(reader.seq, self.journal.gen, self._resync())
-            if self.journal.terminal is not None:
-                return
+
+        async def resync() -> Resync:
+            return self._resync()
+
+        async for frame in JournalReader(self.journal, after).follow(resync):
+            yield frame
 
     async def cancel(self) -> bool:
         """Cancel the cell (queued: it never runs; running: interrupted)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,6 +163,26 @@ class JournalReader:
                     closing.cancel()
             finally:
                 waiting.cancel()
+
+    async def follow(self, resync: Callable[[], Awaitable[events.Resync]]) -> AsyncIterator[Frame]:
+        """Frames until the cell's record; where the ring moved past this reader, one frame
+        of ``resync()`` (the cell as it stands, asked for with nothing awaited since the
+        reader's last look), numbered as the latest, and on from there (or the end, when the
+        cell ended)."""
+        journal = self.journal
+        while True:
+            behind = False
+            async for frame in self.frames():
+                if frame is None:
+                    behind = True
+                    break
+                yield frame
+            if not behind:
+                return
+            self.seq = journal.last_seq
+            yield Frame(self.seq, journal.gen, await resync())
+            if journal.terminal is not None:
+                return
 
 
 class Journals:

@@ -258,30 +258,19 @@ async def _events(
         journal = journals.get(cell_id)
         if journal is None:
             assert standing is not None
-            resync = Resync(cell=await _fitted(name, standing))
-            yield events.numbered(resync, 0, 0)
+            yield events.numbered(Resync(cell=await _fitted(name, standing)), 0, 0)
             return
-        reader = JournalReader(journal, seq, closed)
-        while True:
-            behind = False
-            async for frame in reader.frames():
-                if frame is None:
-                    behind = True
-                    break
-                event = frame.event
-                if isinstance(event, FeedCell):
-                    fitted = await _fitted(name, event.cell)
-                    event = made(FeedCell, {"type": "cell", "cell": fitted})
-                yield events.numbered(event, frame.seq, frame.gen)
-            if not behind:
-                return
-            now = as_it_stands(watch, cell_id, journal)  # no await since the reader's last look
-            now = now or unknown(cell_id, journal)
-            reader.seq = journal.last_seq
-            resync = Resync(cell=await _fitted(name, now))
-            yield events.numbered(resync, journal.last_seq, journal.gen)
-            if journal.terminal is not None:
-                return
+
+        async def standing_now() -> Resync:
+            now = as_it_stands(watch, cell_id, journal) or unknown(cell_id, journal)
+            return Resync(cell=await _fitted(name, now))
+
+        async for frame in JournalReader(journal, seq, closed).follow(standing_now):
+            event = frame.event
+            if isinstance(event, FeedCell):
+                fitted = await _fitted(name, event.cell)
+                event = made(FeedCell, {"type": "cell", "cell": fitted})
+            yield events.numbered(event, frame.seq, frame.gen)
     finally:
         journals.attached -= 1
 
