@@ -673,19 +673,19 @@ def test_the_kernel_finds_key_shapes_where_a_pickle_puts_them() -> None:
     (no word goes on there), and none in ordinary text."""
     import pickle
 
-    from scratchpad.runtime.inkernel import checkpoint as kernel_side
+    from scratchpad.runtime.inkernel import pickling as kernel_side
     from scratchpad.scrub.patterns import KEY_SHAPES
     from tests.scrub.corpus import CONTROL_LINES, UNKNOWN_KEYS
 
-    shapes = kernel_side._key_shapes(KEY_SHAPES)
+    shapes = kernel_side.key_shapes(KEY_SHAPES)
     assert shapes is not None
     for key in UNKNOWN_KEYS:
         for value in (key, key.encode(), [key], {"k": "token=" + key}, key + "x" * 300):
-            assert kernel_side._key_shape_in(shapes, pickle.dumps(value, protocol=5)), value
+            assert kernel_side.key_shape_in(shapes, pickle.dumps(value, protocol=5)), value
     assert len("github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789ABCDEFGHIJ") == 68
     for line in CONTROL_LINES:
-        assert kernel_side._key_shape_in(shapes, pickle.dumps(line, protocol=5)) is None, line
-    assert kernel_side._key_shape_in(shapes, pickle.dumps("xAKIAIOSFODNN7EXAMPLE")) is None
+        assert kernel_side.key_shape_in(shapes, pickle.dumps(line, protocol=5)) is None, line
+    assert kernel_side.key_shape_in(shapes, pickle.dumps("xAKIAIOSFODNN7EXAMPLE")) is None
 
 
 def test_a_blob_is_searched_in_pieces_that_miss_no_secret(tmp_path: Path) -> None:

@@ -21,12 +21,9 @@ namespace and writes nothing. Files are written atomically (temp, fsync, rename)
 
 from __future__ import annotations
 
-import _thread
 import hashlib
-import io
 import json
 import os
-import re
 import sys
 import time
 import types
@@ -36,8 +33,14 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
+    from scratchpad.runtime.inkernel import pickling
+else:
+    try:  # in a kernel: the worker's finder serves its private modules by these names
+        import _scratchpad_pickling as pickling
+    except ImportError:  # imported as part of the package (tests)
+        from scratchpad.runtime.inkernel import pickling
+
 FORMAT = 1
-MARKER = b"_create_filehandle"  # dill's file reconstruction: re-opens 'w' files, truncating them
 SCALARS = (int, float, complex, str, bytes, bool, type(None))
 # What a cell can only replace, never change in place (a name bound to one is dirty only when
 # rebound): scalars, modules (recorded as imports), functions without a closure.
@@ -54,98 +57,6 @@ REPORT_REASONS = 20  # reasons given in a report
 NAME_CAP = 100  # characters of one name in a report
 REASON_CAP = 200
 NEW_BLOBS = 100  # new blobs a report lists by name (more: the server scans them all)
-KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-# Pickle opcodes that put a string's length just before it (1 byte, 4 bytes, 8 bytes): a
-# length byte that is a letter or digit does not make a key there continue a word.
-SHORT_STRINGS = frozenset(b"\x8cCU")  # SHORT_BINUNICODE, SHORT_BINBYTES, SHORT_BINSTRING
-LONG_STRINGS = frozenset(b"XBT")  # BINUNICODE, BINBYTES, BINSTRING
-LONGER_STRINGS = frozenset(b"\x8d\x8e")  # BINUNICODE8, BINBYTES8
-
-
-class Unsaveable(Exception):
-    """A value that must not be pickled (its reason is what the report says)."""
-
-
-class _Capped(io.RawIOBase):
-    """Collects a pickle's bytes and stops it mid-stream past ``cap``."""
-
-    def __init__(self, cap: int) -> None:
-        super().__init__()
-        self.cap = cap
-        self.parts: list[bytes] = []
-        self.size = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        self.size += len(data)
-        if self.size > self.cap:
-            raise Unsaveable(f"over the {_mb(self.cap)} cap per variable")
-        self.parts.append(bytes(data))
-        return len(data)
-
-
-def _mb(size: int) -> str:
-    return f"{size / (1 << 20):.0f} MB" if size >= 1 << 20 else f"{size:,} bytes"
-
-
-def refusal(obj: object) -> str | None:
-    """Why ``obj`` must never be pickled (None: it may be)."""
-    kind = type(obj)
-    if isinstance(obj, io.IOBase) and kind not in (io.BytesIO, io.StringIO):
-        return "open file handle"
-    if kind in (types.GeneratorType, types.AsyncGeneratorType, types.CoroutineType):
-        return "generator"
-    if kind is _thread.LockType or kind.__name__ in ("RLock", "_RLock"):
-        return "lock"
-    socket = sys.modules.get("socket")
-    if socket is not None and isinstance(obj, socket.socket):
-        return "open socket"
-    threading = sys.modules.get("threading")
-    if threading is not None and isinstance(obj, threading.Thread):
-        return "thread"
-    return None
-
-
-def _main_function(
-    code: types.CodeType,
-    name: str,
-    defaults: Any,
-    kwdefaults: Any,
-    closure: Any,
-    attributes: Any,
-    qualname: str,
-) -> types.FunctionType:
-    """A function of the kernel's namespace, rebuilt with that namespace as its globals
-    (cloudpickle would give it a private copy: it would not see later globals)."""
-    namespace = sys.modules["__main__"].__dict__
-    function = types.FunctionType(code, namespace, name, defaults, closure)
-    function.__kwdefaults__ = kwdefaults
-    function.__qualname__ = qualname
-    if attributes:
-        function.__dict__.update(attributes)
-    return function
-
-
-def _pickler_class(base: Any, namespace: dict[str, Any]) -> Any:
-    """``base`` (cloudpickle's or dill's Pickler) refusing what must not be saved, and
-    saving the namespace's own functions so they come back bound to it."""
-
-    class Pickler(base):  # type: ignore[misc]
-        def reducer_override(self, obj: object) -> Any:
-            why = refusal(obj)
-            if why is not None:
-                raise Unsaveable(why)
-            if type(obj) is types.FunctionType and obj.__globals__ is namespace:
-                return _main_function, (
-                    obj.__code__, obj.__name__, obj.__defaults__, obj.__kwdefaults__,
-                    obj.__closure__, obj.__dict__ or None, obj.__qualname__,
-                )  # fmt: skip
-            parent = getattr(super(), "reducer_override", None)
-            return parent(obj) if parent is not None else NotImplemented
-
-    return Pickler
 
 
 def _code_names(code: types.CodeType, into: set[str]) -> None:
@@ -246,7 +157,7 @@ class Checkpointer:
         self.generation = int(config.get("generation") or 0)  # of this kernel
         self.workspace = str(config.get("workspace") or "")
         self.secret_env = [str(name) for name in config.get("secret_env") or ()]
-        self.key_shapes = _key_shapes(config.get("key_shapes") or ())
+        self.key_shapes = pickling.key_shapes(config.get("key_shapes") or ())
         self.base_path = list(config.get("base_path") or sys.path)  # before any cell
         self.ids: dict[str, int] = {}  # name -> id(value) at the last checkpoint
         self.entries: dict[str, dict[str, Any]] = {}  # name -> its manifest entry
@@ -375,7 +286,7 @@ class Checkpointer:
                 continue  # failed before, same object: not retried every cell
             try:
                 data, ids, ser = self.dumps(value)
-            except Unsaveable as exc:
+            except pickling.Unsaveable as exc:
                 self._fail(name, value, str(exc), new_failures)
                 continue
             except Exception as exc:
@@ -474,7 +385,11 @@ class Checkpointer:
                 try:
                     data, _ids, ser = self.dumps(group)
                 except Exception as exc:
-                    why = str(exc) if isinstance(exc, Unsaveable) else f"cannot be pickled: {exc}"
+                    why = (
+                        str(exc)
+                        if isinstance(exc, pickling.Unsaveable)
+                        else f"cannot be pickled: {exc}"
+                    )
                     for name in members:
                         self._fail(name, current[name], why, failures)
                     continue
@@ -500,7 +415,7 @@ class Checkpointer:
                 break
             total -= len(blobs.pop(digest))
             for name in [n for n, e in self.entries.items() if e["blob"] == digest]:
-                why = f"over the pad's {_mb(self.pad_cap)} checkpoint cap"
+                why = f"over the pad's {pickling.mb(self.pad_cap)} checkpoint cap"
                 self.failed[name] = (self.ids.get(name, 0), why)
                 self.entries.pop(name)
                 self.idsets.pop(name, None)
@@ -528,35 +443,37 @@ class Checkpointer:
         """``value`` pickled (cloudpickle, else dill), the ids it shares, the serializer."""
         try:
             data, ids, ser = self._dumps("cloudpickle", value)
-        except Unsaveable:
+        except pickling.Unsaveable:
             raise
         except Exception as first:
             try:
                 data, ids, ser = self._dumps("dill", value)
-            except Unsaveable:
+            except pickling.Unsaveable:
                 raise
             except Exception:
                 raise first from None
-        if MARKER in data:
-            raise Unsaveable("open file handle")
+        if pickling.MARKER in data:
+            raise pickling.Unsaveable("open file handle")
         for name in self.secret_env:
             secret = os.environ.get(name, "")
             if len(secret) >= SECRET_MIN and secret.encode("utf-8", "surrogatepass") in data:
-                raise Unsaveable(f"holds a secret: the value of ${name}")
+                raise pickling.Unsaveable(f"holds a secret: the value of ${name}")
         if self.key_shapes is not None:
-            shape = _key_shape_in(self.key_shapes, data)
+            shape = pickling.key_shape_in(self.key_shapes, data)
             if shape is not None:
-                raise Unsaveable(f"holds what looks like a secret (a key of the shape {shape}…)")
+                raise pickling.Unsaveable(
+                    f"holds what looks like a secret (a key of the shape {shape}…)"
+                )
         return data, ids, ser
 
     def _dumps(self, library: str, value: object) -> tuple[bytes, frozenset[int], str]:
         pickler_class, version = self._serializer(library)
-        buffer = _Capped(self.var_cap)
+        buffer = pickling.Capped(self.var_cap)
         pickler = pickler_class(buffer, protocol=5)
         pickler.dump(value)
         data = b"".join(buffer.parts)
-        if MARKER in data:
-            raise Unsaveable("open file handle")
+        if pickling.MARKER in data:
+            raise pickling.Unsaveable("open file handle")
         memo = pickler.memo
         objects = memo.copy().values() if hasattr(memo, "copy") else memo.values()
         ids = frozenset(id(obj) for _, obj in objects if not isinstance(obj, NOT_SHARED))
@@ -566,7 +483,7 @@ class Checkpointer:
         found = self.serializers.get(library)
         if found is None:
             module = __import__(library)
-            found = (_pickler_class(module.Pickler, self.namespace), module.__version__)
+            found = (pickling.pickler_class(module.Pickler, self.namespace), module.__version__)
             self.serializers[library] = found
         return found
 
@@ -730,7 +647,7 @@ class Checkpointer:
                 data = _read(os.path.join(self.directory, "blobs", f"{digest}.pkl"))
                 if hashlib.sha256(data).hexdigest() != digest:
                     raise ValueError("the blob is damaged (its hash does not match)")
-                if MARKER in data:
+                if pickling.MARKER in data:
                     raise ValueError("it holds a file handle")
             except FileNotFoundError:
                 for name in names:
@@ -772,39 +689,6 @@ class Checkpointer:
             cell = entries[name].get("defined_in") or {}
             why = f"{type(exc).__name__}: {exc}"
             report.append({"name": name, "ok": False, "why": why, "number": cell.get("number")})
-
-
-def _key_shapes(shapes: Iterable[Any]) -> tuple[re.Pattern[bytes], list[bytes]] | None:
-    """The scrubber's key shapes (``(literal start, pattern)`` pairs, given by the server)
-    as one bytes search (no groups: the engine then skips in C where none can start), and
-    their starts (None: none given)."""
-    parts, starts = [], []
-    for shape in shapes:
-        start, pattern = (str(part).encode() for part in shape)
-        parts.append(re.escape(start) + pattern)
-        starts.append(start)
-    return (re.compile(b"|".join(parts)), starts) if parts else None
-
-
-def _key_shape_in(shapes: tuple[re.Pattern[bytes], list[bytes]], data: bytes) -> str | None:
-    """The start of the first key shape in a pickle (None: none), as the scrubber finds
-    them: a key that continues a word is none, but the length a pickle puts before a string
-    is no word."""
-    search, starts = shapes
-    position = 0
-    while (match := search.search(data, position)) is not None:
-        at = match.start()
-        if (
-            at == 0
-            or data[at - 1] not in KEY_CHARS
-            or (at >= 2 and data[at - 2] in SHORT_STRINGS)
-            or (at >= 5 and data[at - 5] in LONG_STRINGS)
-            or (at >= 9 and data[at - 9] in LONGER_STRINGS)
-        ):
-            found = match.group()
-            return max((s for s in starts if found.startswith(s)), key=len).decode()
-        position = at + 1
-    return None
 
 
 def _body(manifest: dict[str, Any]) -> str:

@@ -55,6 +55,7 @@ PRIVATE_MODULES = {
     "_scratchpad_llm_bridge": "llm_bridge.py",
     "_scratchpad_cell_logs": "cell_logs.py",
     "_scratchpad_checkpoint": "checkpoint.py",
+    "_scratchpad_pickling": "pickling.py",
 }
 CHECKPOINT_LIBRARIES = (
     "cloudpickle",
