@@ -291,14 +291,14 @@ def _restrict(info: os.stat_result, chmod: Callable[[int], None]) -> None:
         chmod(mode & 0o700)
 
 
-def copy_private(source: Path, target: Path) -> bool:
-    """Copy the regular file ``source`` to the new file ``target`` (0600, whatever the
-    umask), never through a symbolic link at either end (a pad's own directory: what it left
-    there must not make the server copy a file of its choosing). False when ``source`` is
-    missing or not a regular file."""
+def copy_private(source: Path, target: Path, *, dir_fd: int | None = None) -> bool:
+    """Copy the regular file ``source`` (relative to the directory ``dir_fd`` when given) to
+    the new file ``target`` (0600, whatever the umask), never through a symbolic link at
+    either end (a pad's own directory: what it left there must not make the server copy a
+    file of its choosing). False when ``source`` is missing or not a regular file."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        fd = os.open(source, flags)
+        fd = os.open(source, flags, dir_fd=dir_fd)
     except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError as exc:

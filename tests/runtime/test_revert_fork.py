@@ -286,3 +286,44 @@ async def test_a_fork_copies_no_blob_holding_a_secret(manager: ScratchpadManager
     cell = await forked.execute("plain, 'rows' in dir()")
     assert cell.result == "(1, False)", cell.error
     assert "rows (its saved value is gone (it held a secret" in cell.logs
+
+
+def _planted_link(checkpoint_dir: Path, name: str, outside: Path) -> str:
+    """A cell replacing its checkpoint's ``name`` with a link to ``outside``."""
+    place = str(checkpoint_dir / name)
+    return f"import os, shutil\nshutil.rmtree({place!r})\nos.symlink({str(outside)!r}, {place!r})"
+
+
+async def test_fork_never_follows_a_link_the_pad_put_in_its_checkpoint(
+    manager: ScratchpadManager, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"  # the server's, out of the pad's reach
+    outside.mkdir(mode=0o700)
+    secret = outside / "secret.txt"
+    secret.write_text("TOP SECRET")
+    secret.chmod(0o600)
+    pad = await local(manager, "src")
+    await saved(pad, (await pad.execute("x = [1]")).number)
+    planted = await pad.execute(_planted_link(pad.root / "checkpoint", "blobs", outside))
+    assert planted.status == "ok"
+    await manager.fork("src", "dst")
+    copied = pad_root(manager.settings, "dst") / "checkpoint" / "blobs"
+    assert list(copied.iterdir()) == []  # nothing of what the link points at
+    assert secret.stat().st_nlink == 1 and secret.read_text() == "TOP SECRET"
+
+
+async def test_revert_never_follows_a_link_the_pad_put_in_its_checkpoint(
+    manager: ScratchpadManager, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o700)
+    for number in range(1, 6):
+        (outside / f"{number}.json").write_text("{}")
+    pad = await local(manager, "p")
+    await run(pad, "x = [1]")
+    await saved(pad, (await pad.execute("x = [2]")).number)
+    planted = await pad.execute(_planted_link(pad.root / "checkpoint", "manifests", outside))
+    assert planted.status == "ok"
+    with pytest.raises(InvalidInputError, match="checkpoint is damaged"):
+        await pad.revert()
+    assert sorted(p.name for p in outside.iterdir()) == [f"{n}.json" for n in range(1, 6)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import importlib.util
 import json
 import logging
@@ -26,7 +27,6 @@ from scratchpad.errors import InvalidInputError
 from scratchpad.fsutil import (
     NO_SPACE,
     PRIVATE_FILE_MODE,
-    atomic_write_text,
     copy_private,
     private_dir,
 )
@@ -221,34 +221,60 @@ def read_manifest(root: Path) -> dict[str, Any] | None:
 def head_number(base: Path) -> int | None:
     """The number in a checkpoint directory's ``HEAD`` (None: none, or unreadable)."""
     try:
-        with _opened(base / "HEAD") as fd:  # never through a link, nor blocking on a FIFO
+        with _opened(base, os.O_DIRECTORY) as base_fd:
+            return _head_at(base_fd)
+    except OSError:
+        return None
+
+
+def _head_at(base_fd: int) -> int | None:
+    try:
+        with _opened("HEAD", dir_fd=base_fd) as fd:  # never through a link, nor on a FIFO
             head = os.read(fd, 32).strip()
     except OSError:
         return None
     return int(head) if head.isdigit() else None
 
 
-def _manifest_numbers(base: Path) -> list[int]:
-    try:
-        names = [entry.name for entry in (base / "manifests").iterdir()]
-    except OSError:
-        return []
+def _manifest_numbers(manifests_fd: int) -> list[int]:
+    names = os.listdir(manifests_fd)
     return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
 
 
 def step_back(root: Path) -> tuple[int, int]:
-    """Make the manifest before the current one current (a revert; the kernel is stopped):
-    ``HEAD`` moved back, the manifests after it deleted (a later revert steps further back,
-    never forward). Only files move: nothing is unpickled. (the cell undone, the cell whose
-    variables are current now); InvalidInputError when no earlier manifest is kept."""
-    base = directory(root)
-    head = head_number(base)
+    """Make the manifest before the current one current (a revert): ``HEAD`` moved back,
+    the manifests after it deleted (a later revert steps further back, never forward). Only
+    files move, each step taken from a descriptor opened without following a link (the pad
+    writes here, maybe while this runs). (the cell undone, the cell whose variables are
+    current now); InvalidInputError when no earlier manifest is kept."""
+    try:
+        with (
+            _opened(directory(root), os.O_DIRECTORY) as base,
+            _opened("manifests", os.O_DIRECTORY, dir_fd=base) as manifests,
+        ):
+            return _step_back_at(base, manifests)
+    except FileNotFoundError:
+        raise InvalidInputError(NOTHING_TO_REVERT) from None
+    except OSError as exc:
+        if exc.errno not in NOT_A_DIRECTORY:
+            raise
+        raise InvalidInputError(  # a link or a file where its directories go
+            f"cannot revert: the pad's checkpoint is damaged ({exc.strerror}); reset the pad"
+        ) from None
+
+
+NOT_A_DIRECTORY = (errno.ELOOP, errno.ENOTDIR, errno.ENOENT)  # none, or a link in its place
+NOTHING_TO_REVERT = (
+    "nothing to revert: the pad has no checkpoint (no cell changed its variables since it was "
+    "made or reset, or its checkpoint was set aside); run cells first"
+)
+
+
+def _step_back_at(base: int, manifests: int) -> tuple[int, int]:
+    head = _head_at(base)
     if head is None:
-        raise InvalidInputError(
-            "nothing to revert: the pad has no checkpoint (no cell changed its variables since "
-            "it was made or reset, or its checkpoint was set aside); run cells first"
-        )
-    earlier = [number for number in _manifest_numbers(base) if number < head]
+        raise InvalidInputError(NOTHING_TO_REVERT)
+    earlier = [number for number in _manifest_numbers(manifests) if number < head]
     if not earlier:
         raise InvalidInputError(
             f"nothing to revert: the variables as they were before cell {head} are not kept "
@@ -256,11 +282,26 @@ def step_back(root: Path) -> tuple[int, int]:
             "checkpoint has none before it); re-run the cells you need, or reset the pad"
         )
     back = earlier[-1]
-    atomic_write_text(base / "HEAD", str(back), mode=PRIVATE_FILE_MODE)
-    for number in _manifest_numbers(base):
+    _replace_at(base, "HEAD", str(back).encode())
+    for number in _manifest_numbers(manifests):
         if number > back:
-            (base / "manifests" / f"{number}.json").unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{number}.json", dir_fd=manifests)
     return head, back
+
+
+def _replace_at(dir_fd: int, name: str, data: bytes) -> None:
+    """``name`` in the directory ``dir_fd`` replaced atomically (temp file, fsync, rename)."""
+    temp = f".{name}.{os.getpid()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temp, flags, PRIVATE_FILE_MODE, dir_fd=dir_fd)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    os.fsync(dir_fd)
 
 
 def copy(source_root: Path, target_root: Path) -> None:
@@ -268,26 +309,40 @@ def copy(source_root: Path, target_root: Path) -> None:
     hard-linked where the disk allows (content-addressed, replaced never rewritten, and a
     kernel loads one only when its bytes hash to its name: a pad that wrote into a shared
     one loses that value in both, runs nothing in the other), the rest copied, 0600/0700.
-    Opaque bytes: nothing is unpickled."""
-    source = directory(source_root)
-    if not (source / "HEAD").is_file():
-        return
-    target = private_dir(directory(target_root))
-    for sub in ("blobs", "manifests"):
-        private_dir(target / sub)
-        for entry in sorted((source / sub).iterdir()) if (source / sub).is_dir() else []:
-            if not entry.name.startswith("."):  # a file being written
-                _link_or_copy(entry, target / sub / entry.name, link=sub == "blobs")
-    for name in ("FORMAT", "HEAD"):
-        copy_private(source / name, target / name)
+    Regular files only, every step taken from a descriptor opened without following a link:
+    the source's kernel may still be running, and nothing it put there may make the server
+    copy or link a file of its choosing. Opaque bytes: nothing is unpickled."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        base = os.open(directory(source_root), flags)
+    except OSError:
+        return  # no checkpoint (or not a directory of its own): nothing to copy
+    try:
+        if _head_at(base) is None:
+            return
+        target = private_dir(directory(target_root))
+        for sub in ("blobs", "manifests"):
+            private_dir(target / sub)
+            try:
+                with _opened(sub, os.O_DIRECTORY, dir_fd=base) as sub_fd:
+                    for name in sorted(os.listdir(sub_fd)):
+                        if not name.startswith("."):  # a file being written
+                            _link_or_copy(sub_fd, name, target / sub / name, link=sub == "blobs")
+            except OSError as exc:
+                if exc.errno not in NOT_A_DIRECTORY:
+                    raise
+        for name in ("FORMAT", "HEAD"):
+            copy_private(Path(name), target / name, dir_fd=base)
+    finally:
+        os.close(base)
 
 
-def _link_or_copy(source: Path, target: Path, *, link: bool) -> None:
-    """A regular file only (the pad writes its checkpoint: a symbolic link it left there
-    must not make the server copy a file of its own choosing)."""
+def _link_or_copy(dir_fd: int, name: str, target: Path, *, link: bool) -> None:
+    """Entry ``name`` of the directory ``dir_fd`` to ``target``: a regular file only (a link
+    there is linked as a link, then dropped; never followed)."""
     if link:
         try:
-            os.link(source, target, follow_symlinks=False)
+            os.link(name, target, src_dir_fd=dir_fd, follow_symlinks=False)
         except OSError as exc:
             if exc.errno in NO_SPACE:
                 raise
@@ -295,7 +350,7 @@ def _link_or_copy(source: Path, target: Path, *, link: bool) -> None:
             if stat.S_ISREG(target.lstat().st_mode):
                 return
             target.unlink()
-    copy_private(source, target)
+    copy_private(Path(name), target, dir_fd=dir_fd)
 
 
 @contextlib.contextmanager

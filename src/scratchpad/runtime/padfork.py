@@ -12,6 +12,7 @@ files move; nothing is unpickled here.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -24,15 +25,20 @@ COPIED = (venv.REQUIREMENTS, HISTORY)
 
 
 def copy_files(source: Path, target: Path, name: str) -> None:
-    """Lay out pad ``name``'s directory ``target`` (it must not exist) from ``source``."""
+    """Lay out pad ``name``'s directory ``target`` (it must not exist) from ``source``; a
+    failure leaves no ``target``."""
     os.mkdir(target, 0o700)
-    for file in COPIED:
-        copy_private(source / file, target / file)
-    venv.record_name(target, name)
-    checkpoint.copy(source, target)
-    last = read_state(source).last_activity
-    write_state(target, PadState(asleep_since=time.time(), last_activity=last))
-    undone = reverted(source)
-    if undone:
-        set_reverted(target, undone)
-    private_dir(target)
+    try:
+        for file in COPIED:
+            copy_private(source / file, target / file)
+        venv.record_name(target, name)
+        checkpoint.copy(source, target)
+        last = read_state(source).last_activity
+        write_state(target, PadState(asleep_since=time.time(), last_activity=last))
+        undone = reverted(source)
+        if undone:
+            set_reverted(target, undone)
+        private_dir(target)
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)  # made here, by the server alone
+        raise
