@@ -77,3 +77,12 @@ async def test_an_open_cell_stream_counts_as_attached_until_it_ends() -> None:
     with pytest.raises(StopAsyncIteration):
         await asyncio.wait_for(waiting, 5)
     assert not watch.attached
+
+
+async def test_a_negative_estimate_is_refused_and_an_unknown_pad_has_no_cell_list(
+    client: httpx.AsyncClient,
+) -> None:
+    refused = await client.post("/v1/pads/p/cells", json={"code": "1", "estimated_seconds": -5})
+    assert refused.status_code == 400 and "estimated_seconds" in refused.json()["error"]
+    missing = await client.get("/v1/pads/nopad/cells")
+    assert missing.status_code == 404 and "no pad named 'nopad'" in missing.json()["error"]

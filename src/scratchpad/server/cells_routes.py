@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal, TypeVar
@@ -84,7 +83,8 @@ def cells_routes(manager: ScratchpadManager) -> APIRouter:
         if body.timeout_s is not None:
             timeout_s = check_timeout(body.timeout_s, manager.settings)
         request = check_execute_args(
-            body.code, body.description, _estimate(body.estimated_seconds),
+            body.code, body.description,
+            0.0 if body.estimated_seconds is None else body.estimated_seconds,
             body.estimated_time, body.id, timeout_s,
         )  # fmt: skip
         done = await submit(manager, name, request, timeout_s)
@@ -92,7 +92,7 @@ def cells_routes(manager: ScratchpadManager) -> APIRouter:
         where = f"/v1/pads/{url_component(name)}/cells/{url_component(done.id)}"
         return await _encoded(standing, status=202, headers={"location": where})
 
-    @router.get("/v1/pads/{name}/cells", **answers(CellList, 400))
+    @router.get("/v1/pads/{name}/cells", **answers(CellList, 400, 404))
     async def list_cells(
         name: PadPath,
         status: Annotated[
@@ -101,7 +101,11 @@ def cells_routes(manager: ScratchpadManager) -> APIRouter:
         ] = None,
     ) -> dict[str, Any]:
         """The pad's running, queued and recently finished cells."""
-        watch = manager.watch(segment_name(name))
+        name = segment_name(name)
+        watch = manager.watch(name)
+        idle = watch.running is None and not watch.queue and not watch.journals.by_id
+        if idle and not await manager.has_pad(name):
+            raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it")
         cells: list[QueuedCell | RunningCell | RecordedBrief] = []
         running = watch.running
         if status in (None, "running") and running is not None:
@@ -188,12 +192,6 @@ async def _encoded(
     """A cell as it stands, encoded on a worker thread (a recorded cell can be many MB)."""
     body = await asyncio.to_thread(lambda: json.dumps(wire(standing), ensure_ascii=False).encode())
     return Response(body, status_code=status, headers=headers, media_type="application/json")
-
-
-def _estimate(seconds: float | None) -> float:
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return 0.0
-    return seconds
 
 
 def _resume_point(cell_id: str, after: int | None, last_event_id: str | None) -> int:
