@@ -82,6 +82,7 @@ DAMAGES = {
         "os.mkfifo(ck / 'manifests' / (head + '.json'))",
         "could not be restored",
     ),
+    "HEAD deleted": ("(ck / 'HEAD').unlink()", "the pad's checkpoint is damaged (its HEAD"),
     "HEAD pointing nowhere": ("(ck / 'HEAD').write_text('999')", "could not be restored"),
     "HEAD garbage": ("(ck / 'HEAD').write_text('../../etc/passwd')", "could not be restored"),
     "everything deleted": (
@@ -208,3 +209,23 @@ def test_a_fifo_in_place_of_head_does_not_hang_the_server(tmp_path: Path) -> Non
     os.mkfifo(ck / "HEAD")
     assert not checkpoint.exists(root)
     assert checkpoint.read_manifest(root) is None  # opened non-blocking: nothing to read
+
+
+async def test_a_link_a_cell_put_in_place_of_its_manifests_is_replaced_and_saving_goes_on(
+    manager: ScratchpadManager, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"  # the server's: the pad cannot write there
+    outside.mkdir(mode=0o700)
+    pad = await manager.get_or_create("linked")
+    assert isinstance(pad, LocalRuntime)
+    await saved(pad, (await pad.execute("a = [1]")).number)
+    place = str(ckdir(pad) / "manifests")
+    code = f"import os, shutil\nshutil.rmtree({place!r})\nos.symlink({str(outside)!r}, {place!r})"
+    assert (await pad.execute(code)).status == "ok"
+    cell = await pad.execute("b = [2]")
+    assert cell.status == "ok", cell.error
+    await saved(pad, cell.number)
+    assert not (ckdir(pad) / "manifests").is_symlink() and list(outside.iterdir()) == []
+    await kill(pad)
+    after = await pad.execute("(a, b)")
+    assert after.result == "([1], [2])", after.logs

@@ -55,6 +55,24 @@ def exists(root: Path) -> bool:
     return _real_dir(directory(root)) and _is(directory(root) / "HEAD", stat.S_ISREG)
 
 
+def damage(root: Path) -> str | None:
+    """Why a checkpoint that was written cannot be restored (None: none was, or it can be):
+    its ``HEAD`` gone or not a file, or a link where its files go (left by a cell)."""
+    base = directory(root)
+    if not _real_dir(base) or exists(root):
+        return None
+    if os.path.lexists(base / "HEAD"):
+        return "its HEAD is not a file"
+    for name in ("blobs", "manifests"):
+        if os.path.islink(base / name):
+            return f"a link stands where its {name} go"
+    try:
+        written = any(os.scandir(base / "manifests"))
+    except OSError:
+        written = False
+    return "its HEAD is gone" if written else None
+
+
 def _is(path: Path, kind: Callable[[int], bool]) -> bool:
     try:
         return kind(os.lstat(path).st_mode)
@@ -537,8 +555,17 @@ async def resume(
     lost = None
     if how is not None:
         lost = f"The kernel {how}; this is a fresh kernel (all variables from before were lost)."
-    if not settings.checkpoint_pad_mb or not await asyncio.to_thread(exists, root):
+    if not settings.checkpoint_pad_mb:
         return lost
+    if not await asyncio.to_thread(exists, root):
+        why = await asyncio.to_thread(damage, root)
+        if why is None:
+            return lost
+        return (
+            f"The kernel {how or 'started again'}; this is a fresh kernel. Its variables could "
+            f"not be restored: the pad's checkpoint is damaged ({why}); all variables from "
+            "before were lost, and the next cells checkpoint afresh."
+        )
     how = how or "stopped with its pad (closed, or the server stopped)"
     if suspect:
         return skipped_note(how, await asyncio.to_thread(set_aside, root))

@@ -88,6 +88,10 @@ def _fsync_dir(directory: str) -> None:
 
 
 def _private_dir(path: str) -> str:
+    """``path``, a directory of the checkpoint's: a link or a file a cell left in its place
+    goes first (the checkpoint is written here, never through it)."""
+    if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+        os.unlink(path)
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
