@@ -289,9 +289,11 @@ async def test_a_fork_copies_no_blob_holding_a_secret(manager: ScratchpadManager
 
 
 def _planted_link(checkpoint_dir: Path, name: str, outside: Path) -> str:
-    """A cell replacing its checkpoint's ``name`` with a link to ``outside``."""
+    """A cell replacing its checkpoint's ``name`` with a link to ``outside``, binding no
+    variable (so no checkpoint of its own replaces the link before the server looks)."""
     place = str(checkpoint_dir / name)
-    return f"import os, shutil\nshutil.rmtree({place!r})\nos.symlink({str(outside)!r}, {place!r})"
+    plant = f"import os, shutil\nshutil.rmtree({place!r})\nos.symlink({str(outside)!r}, {place!r})"
+    return f"exec({plant!r}, {{}})"
 
 
 async def test_fork_never_follows_a_link_the_pad_put_in_its_checkpoint(
