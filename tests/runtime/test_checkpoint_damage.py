@@ -46,6 +46,7 @@ async def test_a_cell_that_fills_the_disk_stays_ok_and_its_variables_are_saved_l
         )
         filled = await pad.execute(fill)
         assert filled.status == "ok", filled.error
+        await pad._slot.flush_checkpoints()  # the writer thread tried (and failed) by now
         after = await pad.execute("1 + 1")  # the writer's failure is told with the next cell
         assert after.status == "ok" and after.result == "2", after.error
         assert "variables not saved: the checkpoint after cell 2 could not be written" in after.logs

@@ -185,8 +185,12 @@ async def test_output_progress_and_displays_come_in_the_order_the_cell_made_them
                      f"display: 'shown {i}'")
     ]  # fmt: skip
     assert said[: len(made)] == made
-    assert said[len(made) :][-2:] == ["progress: last", "stdout: end"]  # lines stay whole
-    assert set(said[len(made) :][:-2]) == {"stdout: from a shell", "stdout: after the shell"}
+    # After output the kernel's counts miss (a shell's, written straight to the descriptor),
+    # where later progress falls among the lines depends on how the pipe was read: lines
+    # stay whole and nothing is lost, the order of this tail is not promised.
+    assert sorted(said[len(made) :]) == sorted(
+        ["stdout: from a shell", "stdout: after the shell", "progress: last", "stdout: end"]
+    )
 
 
 async def test_display_sends_rich_bundles(pad: ScratchpadRuntime) -> None:
