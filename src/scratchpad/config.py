@@ -169,12 +169,29 @@ class Settings(BaseSettings):
     )
 
     # Where pads run: here, or on a Scratchpad server.
-    backend: Literal["local", "remote"] = Field("local", description="local or remote pads.")
+    backend: Literal["local", "remote", "ray"] = Field(
+        "local", description="local, remote (a Scratchpad server) or ray (a Ray cluster's nodes)."
+    )
     remote_url: str | None = Field(None, description="The pad server, e.g. http://host:8765.")
     remote_api_key: str | None = Field(None, description="Bearer key of the pad server.")
     reconnect_s: float = Field(
         120.0, ge=0, description="How long a remote pad follows a cell whose stream dropped."
     )
+
+    # Pads on a Ray cluster (SCRATCHPAD_BACKEND=ray).
+    ray_address: str | None = Field(
+        None, description="The Ray cluster (host:port, ray://...); unset: a Ray of this machine."
+    )
+    ray_trust_network: bool = Field(
+        False, description="Allow a Ray cluster off this machine (its ports run anyone's code)."
+    )
+    ray_store: Path | None = Field(
+        None, description="A directory every Ray node reaches, for the pads (default: the home)."
+    )
+    ray_namespace: str = Field("scratchpad", min_length=1, description="Ray namespace of pads.")
+    ray_cpus: float = Field(0.0, ge=0, description="CPUs a pad asks Ray for by default.")
+    ray_gpus: float = Field(0.0, ge=0, description="GPUs a pad asks Ray for by default.")
+    ray_memory_mb: int = Field(0, ge=0, description="Memory a pad asks Ray for (0: none).")
 
     # The HTTP server.
     api_key: str | None = Field(

@@ -38,7 +38,7 @@ def test_remote_backend_needs_url_and_key(monkeypatch: pytest.MonkeyPatch) -> No
         Settings.load()
     monkeypatch.setenv("SCRATCHPAD_REMOTE_API_KEY", "k")
     manager = ScratchpadManager(settings=Settings.load())
-    assert isinstance(manager._factory("main"), RemoteRuntime)
+    assert isinstance(manager.backend.build("main"), RemoteRuntime)
 
 
 async def test_a_server_that_goes_away_is_a_clear_error_never_a_made_up_cell(

@@ -34,7 +34,8 @@ from scratchpad.connect.submissions import Submission
 from scratchpad.errors import PadClosedError
 from scratchpad.fsutil import PRIVATE_FILE_MODE, private_dir
 from scratchpad.llm.provider import Provider
-from scratchpad.runtime.manager import ScratchpadManager, local_factory
+from scratchpad.runtime.backends import LocalBackend
+from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.proctree import running
 from scratchpad.tools.builtin import builtin_registry
 from scratchpad.tools.scratchpad_tool import NAME as SCRATCHPAD
@@ -214,8 +215,8 @@ def probe_manager(settings: Settings, directory: Path) -> ScratchpadManager:
     probe_settings = settings.with_home(directory / ".scratchpad").model_copy(
         update={"backend": "local", "checkpoint_pad_mb": 0, "sleep_after_s": 0}
     )
-    factory = local_factory(probe_settings, directory, secrets=None, guarded=(settings.home,))
-    return ScratchpadManager(settings=probe_settings, runtime_factory=factory)
+    backend = LocalBackend(probe_settings, directory, guarded=(settings.home,))
+    return ScratchpadManager(settings=probe_settings, backend=backend)
 
 
 async def stop_probes(reason: str, wait_s: float = STOP_WAIT_S) -> None:

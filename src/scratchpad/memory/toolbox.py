@@ -28,8 +28,9 @@ from scratchpad.errors import AgentError
 from scratchpad.memory.config import AgentConfig
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.observations.store import ObservationStore
+from scratchpad.runtime.backends import backend_for
 from scratchpad.runtime.base import ScratchpadRuntime
-from scratchpad.runtime.manager import ScratchpadManager, local_factory
+from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.tools.builtin import ShellOptions, builtin_registry
 from scratchpad.tools.context import ToolSessionContext
 from scratchpad.tools.registry import ToolRegistry
@@ -78,15 +79,13 @@ def agent_manager(paths: AgentPaths, settings: Settings) -> ScratchpadManager:
     homes."""
     register_process_secrets(settings)
     pads = settings.with_home(paths.pad_home)
-    if pads.backend != "local":
-        return ScratchpadManager(settings=pads)
     manager: ScratchpadManager
 
     def secrets(name: str) -> dict[str, str]:  # the manager's vault, once it exists
         return manager.pad_secret_env(name)
 
-    factory = local_factory(pads, paths.workspace, secrets, guarded=guarded(paths, settings))
-    manager = ScratchpadManager(settings=pads, runtime_factory=factory)
+    backend = backend_for(pads, paths.workspace, secrets, guarded=guarded(paths, settings))
+    manager = ScratchpadManager(settings=pads, backend=backend)
     return manager
 
 

@@ -89,7 +89,7 @@ class LocalRuntime(ScratchpadRuntime):
         self.watch = PadWatch(name)  # its live feed (the manager's, shared by name)
         # Called when a kernel starts for this pad while it was asleep (the manager's: a pad
         # it let go of when it fell asleep is used again).
-        self.on_wake: Callable[[LocalRuntime], None] | None = None
+        self.on_wake: Callable[[ScratchpadRuntime], None] | None = None
         self._slot = KernelSlot(self, launcher=self._launcher, guard=self._guard, history=history)
         self._flow = CellFlow(
             self, queue=self._queue, slot=self._slot, guard=self._guard, history=history,

@@ -8,26 +8,24 @@ import importlib.metadata
 import logging
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scratchpad.config import Settings
-from scratchpad.errors import InvalidInputError, InvalidPadNameError, PadError, PadNotFoundError
-from scratchpad.padnames import dir_in, dir_name, is_pad_dir_name, validate_pad_name
-from scratchpad.runtime import venv, workdir
+from scratchpad.errors import InvalidInputError, InvalidPadNameError, PadNotFoundError
+from scratchpad.padnames import dir_in, validate_pad_name
+from scratchpad.runtime.backends import FactoryBackend, PadBackend, backend_for
 from scratchpad.runtime.base import CLOSED, RuntimeFactory, ScratchpadRuntime
 from scratchpad.runtime.cellqueue import remember
 from scratchpad.runtime.limits import PadLimits
-from scratchpad.runtime.local import LocalRuntime
-from scratchpad.runtime.padinfo import HISTORY, HistoryCounts, PadInfo, describe_running
+from scratchpad.runtime.padinfo import PadInfo, describe_running
 from scratchpad.runtime.rescrub import RescrubReport, rescrub_home
 from scratchpad.runtime.watch import PadWatch, PadWatches
 from scratchpad.scrub import scrubber
 from scratchpad.vault.sources import register_process_secrets
 
 if TYPE_CHECKING:
-    from scratchpad.runtime.remote_http import RemoteServer
     from scratchpad.vault.store import Vault
 
 log = logging.getLogger(__name__)
@@ -51,47 +49,9 @@ def pad_root(settings: Settings, name: str) -> Path:
     return dir_in(pads_dir(settings), name)
 
 
-def local_factory(
-    settings: Settings,
-    cwd: Path | None,
-    secrets: Callable[[str], dict[str, str]] | None = None,
-    guarded: tuple[Path, ...] = (),
-) -> RuntimeFactory:
-    """The default backend: a venv under ``<home>/pads/<dir>`` and a kernel in ``cwd``, shared
-    by every pad; without one, each pad in its own ``<home>/workspaces/<dir>`` (workdir.py).
-    ``secrets(name)`` gives a pad's vault variables at each kernel start; ``guarded``
-    directories stay out of the kernels' reach like the home."""
-
-    def build(name: str) -> ScratchpadRuntime:
-        secret_env = (lambda: secrets(name)) if secrets is not None else None
-        root = pad_root(settings, name)
-        where = cwd if cwd is not None else workdir.pad_workdir(settings.home, name)
-        return LocalRuntime(
-            name, root=root, cwd=where, own_cwd=cwd is None, settings=settings,
-            secret_env=secret_env, guarded=guarded,
-        )  # fmt: skip
-
-    return build
-
-
 def bound_settings(settings: Settings, workspace: Path) -> Settings:
     """``settings`` for a bound ``workspace``: its home is ``<workspace>/.scratchpad``."""
     return settings.with_home(workspace / ".scratchpad")
-
-
-def remote_factory(settings: Settings) -> RuntimeFactory:
-    """Pads on the server named by SCRATCHPAD_REMOTE_URL."""
-    from scratchpad.runtime.remote import RemoteRuntime
-
-    url, key = settings.remote_url or "", settings.remote_api_key or ""
-
-    def build(name: str) -> ScratchpadRuntime:
-        return RemoteRuntime(
-            name, url=url, api_key=key, compact_keep=settings.compact_keep_cells,
-            reconnect_s=settings.reconnect_s,
-        )  # fmt: skip
-
-    return build
 
 
 def refuse_secret_name(name: str) -> None:
@@ -103,12 +63,6 @@ def refuse_secret_name(name: str) -> None:
             f"invalid pad name {shown!r}: it holds a secret value (shown as its label); "
             "pick a name without it"
         )
-
-
-def _set_limits(pad: ScratchpadRuntime, limits: Mapping[str, object] | None) -> None:
-    """A local pad's own limits over its current ones (remote pads: their server's)."""
-    if limits and isinstance(pad, LocalRuntime):
-        pad.set_limits(pad.limits.changed(limits))
 
 
 class ScratchpadManager:
@@ -129,6 +83,7 @@ class ScratchpadManager:
         *,
         settings: Settings | None = None,
         runtime_factory: RuntimeFactory | None = None,
+        backend: PadBackend | None = None,
         vault: Vault | None = None,
     ) -> None:
         settings = settings or Settings.load()
@@ -137,14 +92,9 @@ class ScratchpadManager:
             settings = bound_settings(settings, self.workspace)
         self.settings = settings
         register_process_secrets(settings)
-        if runtime_factory is None:
-            remote = settings.backend == "remote"
-            runtime_factory = (
-                remote_factory(settings)
-                if remote
-                else local_factory(settings, self.workspace, secrets=self.pad_secret_env)
-            )
-        self._factory = runtime_factory
+        if backend is None and runtime_factory is not None:
+            backend = FactoryBackend(settings, runtime_factory)
+        self.backend = backend or backend_for(settings, self.workspace, self.pad_secret_env)
         self._vault = vault
         if vault is not None:
             vault.subscribe(self._vault_changed)
@@ -155,10 +105,8 @@ class ScratchpadManager:
         self._pads: dict[str, ScratchpadRuntime] = {}
         self._starting: dict[str, asyncio.Task[ScratchpadRuntime]] = {}
         self._stopping: dict[str, asyncio.Future[None]] = {}
-        self._warned: set[str] = set()  # stray entries of pads/ already logged
         self._early_cancels: dict[str, dict[str, None]] = {}  # pad → ids cancelled before it ran
         self.accepting: dict[tuple[str, str], str] = {}  # (pad, cell id) being accepted: hash
-        self._counts = HistoryCounts()
         self.watches = PadWatches()  # the pads' live feeds, by name
         # Pads that fell asleep and that someone still holds: the one runtime of their name
         # (used again, it wakes and is this manager's again; see _woke).
@@ -170,32 +118,47 @@ class ScratchpadManager:
         self._sleeper: asyncio.Task[None] | None = None
 
     async def get_or_create(
-        self, name: str, *, limits: Mapping[str, object] | None = None
+        self,
+        name: str,
+        *,
+        limits: Mapping[str, object] | None = None,
+        resources: Mapping[str, object] | None = None,
     ) -> ScratchpadRuntime:
         """The running pad ``name``, started on first use (concurrent calls share one start).
         ``limits``: the pad's own (``memory_mb``, ``processes``, ``cpu_weight``, ``disk_mb``;
         see limits.py) over the server's defaults, kept while this manager runs: the memory
-        and disk limits hold at once, the others from its next kernel on. InvalidInputError
-        for a bad one, before anything starts."""
+        and disk limits hold at once, the others from its next kernel on. ``resources``:
+        what the pad asks its cluster for (``cpus``, ``gpus``, ``memory_mb``, ``custom``;
+        a Ray backend's, see raybackend.py), for its placement from its next start on.
+        InvalidInputError for a bad one, before anything starts."""
         name = validate_pad_name(name)
         if limits is not None:
             PadLimits.from_settings(self.settings).changed(limits)  # checked before any start
         self._handed[name] = time.time()  # a pad just given out does not fall asleep
         pad = self._pads.get(name)
+        if resources is not None:
+            self.backend.place(pad or self._asleep.get(name) or self.backend.build(name), resources)
         if pad is not None and not pad.closed:
-            _set_limits(pad, limits)
+            self._set_limits(pad, limits)
             return pad
         task = self._starting.get(name)
         if task is None:
             refuse_secret_name(name)
-            task = asyncio.get_running_loop().create_task(self._start(name, limits))
+            task = asyncio.get_running_loop().create_task(self._start(name, limits, resources))
             self._starting[name] = task
         pad = await asyncio.shield(task)
-        _set_limits(pad, limits)
+        self._set_limits(pad, limits)
         return pad
 
+    def _set_limits(self, pad: ScratchpadRuntime, limits: Mapping[str, object] | None) -> None:
+        if limits:
+            self.backend.set_limits(pad, limits)
+
     async def _start(
-        self, name: str, limits: Mapping[str, object] | None = None
+        self,
+        name: str,
+        limits: Mapping[str, object] | None = None,
+        resources: Mapping[str, object] | None = None,
     ) -> ScratchpadRuntime:
         try:
             stopping = self._stopping.get(name)
@@ -204,7 +167,9 @@ class ScratchpadManager:
             self._loop = asyncio.get_running_loop()
             self._start_sleeper()
             pad = self._asleep.pop(name, None) or self._build(name)
-            _set_limits(pad, limits)
+            self._set_limits(pad, limits)
+            if resources is not None:
+                self.backend.place(pad, resources)
             await pad.start()
             for cell_id in self._early_cancels.pop(name, {}):
                 await pad.cancel(cell_id)  # still on their way: they must not run
@@ -215,11 +180,9 @@ class ScratchpadManager:
             self._starting.pop(name, None)
 
     def _build(self, name: str) -> ScratchpadRuntime:
-        """A runtime for ``name`` from the factory, feeding the name's watch."""
-        pad = self._factory(name)
-        if isinstance(pad, LocalRuntime):
-            pad.watch = self.watches.get(name)
-            pad.on_wake = self._woke
+        """A runtime for ``name`` from the backend, feeding the name's watch."""
+        pad = self.backend.build(name)
+        self.backend.attach(pad, self.watches.get(name), self._woke)
         return pad
 
     def _woke(self, pad: ScratchpadRuntime) -> None:
@@ -234,7 +197,7 @@ class ScratchpadManager:
     def _start_sleeper(self) -> None:
         """Start the task that puts idle pads to sleep (SCRATCHPAD_SLEEP_AFTER_S; 0: none)."""
         after = self.settings.sleep_after_s
-        if after <= 0 or self.settings.backend != "local":
+        if after <= 0 or not self.backend.sleeps:
             return
         if self._sleeper is None or self._sleeper.done():
             self._sleeper = asyncio.get_running_loop().create_task(self._sleep_idle_pads(after))
@@ -289,117 +252,54 @@ class ScratchpadManager:
             return pad
         if not self.exists(name):
             raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it")
-        return self._factory(name)
+        return self.backend.build(name)
 
     def exists(self, name: str) -> bool:
         """Whether pad ``name`` runs or has an environment under the home."""
         name = validate_pad_name(name)
-        if name in self._pads or name in self._starting:
-            return True
-        if self.settings.backend != "local":
-            return False
-        root = pad_root(self.settings, name)
-        return root.is_dir() and not root.is_symlink()
+        return name in self._pads or name in self._starting or self.backend.exists(name)
 
     def workspace_of(self, name: str) -> Path:
         """The directory pad ``name``'s kernel runs in (its files' root), for a pad that runs
         or exists on disk (a pad's own directory is made if missing: it blocks on the disk);
-        a manager of remote pads has no files here (PadError)."""
-        if self.settings.backend != "local":
-            raise PadError(
-                f"pad {name!r} runs on {self.settings.remote_url}: its files are reachable "
-                "there (GET /v1/pads/{name}/files), not through this remote backend"
-            )
-        pad = self.peek(name)
-        if not isinstance(pad, LocalRuntime):
-            raise PadError(f"pad {name!r} is not a local pad; its files are not reachable here")
-        return pad.ensure_cwd()
+        a backend that keeps no files here says where they are (PadError)."""
+        if not self.backend.keeps_files:
+            return self.backend.workspace_of(name, self.backend.build(name))
+        return self.backend.workspace_of(name, self.peek(name))
 
     def names(self) -> list[str]:
         """Names of the running pads."""
         return sorted(self._pads)
 
     def names_on_disk(self) -> list[str]:
-        """Names of every pad with an environment under the home, running or not. Entries of
-        ``pads/`` that are no pad's directory (strays, symlinks) are skipped with a warning."""
-        root = pads_dir(self.settings)
-        if not root.is_dir():
-            return []
-        names = []
-        for entry in root.iterdir():
-            if entry.name.startswith("."):
-                continue  # a venv being built or replaced (venv.create)
-            name = self._pad_name(entry)
-            if name is not None:
-                names.append(name)
-        return sorted(names)
-
-    def _pad_name(self, entry: Path) -> str | None:
-        """The name of the pad living in ``entry``, or None (warned once) if none does."""
-        problem = None
-        name = None
-        if entry.is_symlink():
-            problem = "is a symbolic link"
-        elif not entry.is_dir():
-            problem = "is not a directory"
-        elif not is_pad_dir_name(entry.name):
-            problem = "is not a pad directory name"
-        else:
-            name = venv.read_name(entry) or entry.name
-            if dir_name(name) != entry.name:
-                problem, name = "does not hold the pad its name says", None
-        if problem is not None and entry.name not in self._warned:
-            self._warned.add(entry.name)
-            log.warning("skipping %s under %s: it %s", entry.name, entry.parent, problem)
-        return name
-
-    def _server(self) -> RemoteServer | None:
-        """The server the pads live on, for a manager of remote pads (else None)."""
-        if self.settings.backend != "remote":
-            return None
-        from scratchpad.runtime.remote_http import RemoteServer
-
-        return RemoteServer(self.settings.remote_url or "", self.settings.remote_api_key or "")
+        """Names of every pad with a directory this process reads, running or not."""
+        return self.backend.names_on_disk()
 
     async def has_pad(self, name: str) -> bool:
         """Whether pad ``name`` exists where pads live: this home, or the pad server of a
         manager of remote pads (pads other clients made count)."""
-        server = self._server()
-        if server is None or self.exists(name):
-            return self.exists(name)
-        return await server.has(validate_pad_name(name))
+        name = validate_pad_name(name)
+        return self.exists(name) or await self.backend.has(name)
 
     async def list_pads(self) -> list[PadInfo]:
         """Every pad, running or on disk: its status, cells, memory and last use (see
         padinfo.PadInfo). Histories of stopped pads are read in a thread, and counted again
         only when their file changed. A manager of remote pads lists the server's."""
-        server = self._server()
-        if server is not None:
-            return await server.pads()
-        names = await asyncio.to_thread(self.names_on_disk)
-        running = {name: pad for name, pad in self._pads.items() if not pad.closed}
-        stopped = sorted(set(names) - set(running))
-        listed = await asyncio.to_thread(lambda: [self._at_rest(n) for n in stopped])
-        listed += await describe_running([(pad, self._watched(pad)) for pad in running.values()])
-        return sorted(listed, key=lambda info: info.name)
+        running = [(pad, self._watched(pad)) for pad in self._pads.values() if not pad.closed]
+        return await self.backend.list_pads(running, self._closed)
 
     async def pad_info(self, name: str) -> PadInfo:
         """One pad's line of :meth:`list_pads`; PadNotFoundError when there is no such pad."""
         name = validate_pad_name(name)
-        server = self._server()
-        if server is not None:
-            return await server.pad_info(name)
         pad = self._pads.get(name)
         if pad is not None and not pad.closed:
             return (await describe_running([(pad, self._watched(pad))]))[0]
-        if not self.exists(name) or self.settings.backend != "local":
-            raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it")
-        return await asyncio.to_thread(self._at_rest, name)
+        return await self.backend.pad_info(name, self._closed)
 
-    def _at_rest(self, name: str) -> PadInfo:
-        """A pad on disk without a kernel here (blocking I/O)."""
-        root = pad_root(self.settings, name)
-        return self._counts.stopped(name, root, closed=name in self._closed)
+    def history_modified(self, name: str) -> float | None:
+        """When pad ``name``'s history last changed (blocking; None where it is kept
+        elsewhere)."""
+        return self.backend.history_modified(validate_pad_name(name))
 
     def _watched(self, pad: ScratchpadRuntime) -> PadWatch | None:
         watch = getattr(pad, "watch", None)
@@ -418,12 +318,9 @@ class ScratchpadManager:
         pad = self._pads.get(name)
         if pad is not None and not pad.closed:
             return await pad.cancel(cell_id)
-        if self._server() is not None:  # a pad of the server this manager does not hold
-            transient = self._factory(name)
-            try:
-                return await transient.cancel(cell_id)
-            finally:
-                await transient.detach()
+        cancelled = await self.backend.cancel_unheld(name, cell_id)
+        if cancelled is not None:
+            return cancelled
         if cell_id is not None:
             remember(self._early_cancels.setdefault(name, {}), cell_id, EARLY_CANCELS_KEPT)
         return False
@@ -460,9 +357,9 @@ class ScratchpadManager:
         if source == target:
             raise InvalidInputError(f"cannot fork pad {source!r} into itself; name a new pad")
         refuse_secret_name(target)
-        server = self._server()
-        if server is not None:
-            return await server.fork(source, target)
+        forked = await self.backend.fork(source, target)
+        if forked is not None:
+            return forked
         if not self.exists(source):
             raise PadNotFoundError(f"no pad named {source!r}; there is nothing to fork")
         if self.exists(target) or target in self._stopping:
@@ -538,7 +435,7 @@ class ScratchpadManager:
         guard = asyncio.get_running_loop().create_future()
         for name in held:
             self._stopping[name] = guard  # _start waits for it
-        paths = {pad_root(self.settings, name) / HISTORY for name in held}
+        paths = {self.backend.history_path(name) for name in held}
         try:
             running = await self._rescrub_running(pads, starting)
             report = await asyncio.to_thread(
@@ -594,14 +491,11 @@ class ScratchpadManager:
 
     def describe_credentials(self) -> str:
         """What the model is told of the credentials pads get: names, never values."""
-        if self.settings.backend != "local" and self._vault is None:  # the server's vault
-            from scratchpad.runtime.remote_http import credentials_description
+        if self._vault is not None:
+            from scratchpad.vault.inject import describe_credentials
 
-            settings = self.settings
-            return credentials_description(settings.remote_url or "", settings.remote_api_key or "")
-        from scratchpad.vault.inject import describe_credentials
-
-        return describe_credentials(self.vault)
+            return describe_credentials(self._vault)
+        return self.backend.describe_credentials(lambda: self.vault)
 
     def _vault_changed(self, event: str, engine: str, name: str) -> None:
         """A vault listener (any thread): bring running pads up to date in the background,
@@ -646,14 +540,17 @@ class ScratchpadManager:
             log.warning("scrubbing stored text again failed for: %s", ", ".join(report.failed))
 
     async def refresh_secrets(self, changed: tuple[str, str] | None = None) -> None:
-        """Give every running local pad its current vault variables without a restart (a
-        pad running a cell gets them when the cell ends); ``changed`` is audited as rotate."""
+        """Give every running pad its current vault variables without a restart (a pad
+        running a cell gets them when the cell ends; a remote pad's server gives them);
+        ``changed`` is audited as rotate."""
         from scratchpad.vault.inject import pad_env
 
-        pads = [(n, p) for n, p in self._pads.items() if isinstance(p, LocalRuntime)]
+        pads = list(self._pads.items())
 
-        async def refresh(name: str, pad: LocalRuntime) -> None:
-            changes = await pad.update_secrets(pad_env(self.vault, name, audit=None))
+        async def refresh(name: str, pad: ScratchpadRuntime) -> None:
+            changes = await self.backend.update_secrets(
+                pad, lambda: pad_env(self.vault, name, audit=None)
+            )
             if changes and changed is not None:
                 self.vault.audit.append("rotate", *changed, pad=name)
 

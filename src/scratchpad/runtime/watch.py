@@ -267,7 +267,7 @@ class PadWatch:
     def recorded(self, cell: Cell) -> None:
         """The cell ended (recorded, or never ran)."""
         self.queue.pop(cell.id, None)
-        if self.running is not None and self.running.cell is cell:
+        if self.running is not None and self.running.cell.id == cell.id:  # (a relayed copy)
             self.running = None
         self.last_activity = time.time()
         event = events.from_item(cell.id, cell)

@@ -51,8 +51,7 @@ from scratchpad.runtime import confinement
 from scratchpad.runtime.accepts import remember
 from scratchpad.runtime.base import PadLLM, ScratchpadRuntime, check_cell_id, check_execute_args
 from scratchpad.runtime.cell import new_cell_id
-from scratchpad.runtime.manager import ScratchpadManager, pad_root
-from scratchpad.runtime.padinfo import HISTORY
+from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.timeouts import check_timeout
 from scratchpad.server.browser_auth import FORM_PREFIX, BrowserSessions
 from scratchpad.server.cells_routes import cells_routes
@@ -425,21 +424,10 @@ async def _export(
         notebook = lambda: json.dumps(wire(made(Notebook, pad.to_ipynb())), indent=1)  # noqa: E731
         body = (await asyncio.to_thread(notebook)).encode()
         media_type = IPYNB
-    modified = await asyncio.to_thread(_history_modified, manager, name)
+    modified = await asyncio.to_thread(manager.history_modified, name)
     named = {"content-disposition": content_disposition(f"{name}.{kind}")}
     version = Validators.of_bytes(body, modified)
     return answer_bytes(request.headers, request.method, body, media_type, named, version)
-
-
-def _history_modified(manager: ScratchpadManager, name: str) -> float | None:
-    """When pad ``name``'s history last changed (None for a pad of a remote backend)."""
-    if manager.settings.backend != "local":
-        return None
-    root = pad_root(manager.settings, name)
-    for path in (root / HISTORY, root):
-        with contextlib.suppress(OSError):
-            return path.stat().st_mtime
-    return None
 
 
 async def _json(build: Callable[[], Any]) -> Response:

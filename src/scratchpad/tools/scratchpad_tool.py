@@ -319,7 +319,7 @@ async def _start(context: ToolSessionContext, name: str, tool_input: dict[str, A
     if isinstance(asked, ToolOutcome):
         return asked
     pad = await _prepared(context, name, tool_input)
-    if context.manager.settings.backend == "local":
+    if context.manager.backend.keeps_files:
         cell_id = (await submit(context.manager, name, asked, asked.timeout_s)).id
     else:  # a pad server's pad: its server accepts it the same way
         handle = await pad.start_cell(
@@ -360,7 +360,7 @@ async def _look(
 
 async def cell_handle(manager: ScratchpadManager, name: str, cell_id: str) -> CellHandle:
     """A handle on cell ``cell_id`` of pad ``name``; a look wakes no local pad."""
-    if manager.settings.backend == "local":
+    if manager.backend.keeps_files:
         if not await manager.has_pad(name):
             _absent(name, "peek")
         return await manager.peek(name).cell(cell_id)

@@ -213,8 +213,10 @@ def _limit(limits: dict[str, Any]) -> None:
     import resource
 
     for name, value in limits.items():
-        if name == "nice":
-            os.setpriority(os.PRIO_PROCESS, 0, int(value))
+        if name == "nice":  # never below where it runs (raising priority needs privilege;
+            # a Ray worker, or a server started with nice, runs niced already)
+            now = os.getpriority(os.PRIO_PROCESS, 0)
+            os.setpriority(os.PRIO_PROCESS, 0, max(now, int(value)))
         elif name in RLIMITS and value is not None:
             resource.setrlimit(RLIMITS[name], (int(value), int(value)))
 

@@ -1,0 +1,279 @@
+"""Pads on a Ray cluster (SCRATCHPAD_BACKEND=ray): connecting, placing, finding actors.
+
+Each pad is a named, detached actor (``scratchpad-pad-<dir>`` in SCRATCHPAD_RAY_NAMESPACE)
+holding a local kernel on the node Ray placed it on (rayactor.py); the server talks to it
+through a :class:`~scratchpad.runtime.raypad.RayRuntime`. Pad directories (requirements,
+history, checkpoint, workspace) live in SCRATCHPAD_RAY_STORE, a directory every node reaches
+(default: the home, which every node of a cluster on this machine reaches), so the listing,
+histories and files are read here as for local pads.
+
+Ray's ports run arbitrary code for whoever reaches them: a cluster off this machine is
+refused unless SCRATCHPAD_RAY_TRUST_NETWORK=1 says the network is the user's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from scratchpad.config import Settings
+from scratchpad.errors import ConfigError, InvalidInputError, PadError, ScratchpadError
+from scratchpad.padnames import dir_name
+from scratchpad.runtime.backends import HomeBackend, Secrets
+from scratchpad.runtime.base import ScratchpadRuntime
+
+log = logging.getLogger(__name__)
+ACTOR_PREFIX = "scratchpad-pad-"
+INSTALL_HINT = "pip install 'scratchpad[ray]'"
+_connecting = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class PadResources:
+    """What a pad asks Ray for: its actor is placed on a node that has it."""
+
+    num_cpus: float = 0.0
+    num_gpus: float = 0.0
+    memory_mb: int = 0
+    custom: Mapping[str, float] = field(default_factory=dict)
+
+    def options(self) -> dict[str, Any]:
+        """The actor options that ask for these resources."""
+        options: dict[str, Any] = {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus}
+        if self.memory_mb:
+            options["memory"] = self.memory_mb * 1024 * 1024
+        if self.custom:
+            options["resources"] = dict(self.custom)
+        return options
+
+    def limits(self) -> dict[str, object]:
+        """The kernel limits that match what was asked: its memory, and its CPU share."""
+        limits: dict[str, object] = {}
+        if self.memory_mb:
+            limits["memory_mb"] = self.memory_mb
+        if self.num_cpus:
+            limits["cpu_weight"] = max(1, min(10000, round(100 * self.num_cpus)))
+        return limits
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cpus": self.num_cpus, "gpus": self.num_gpus, "memory_mb": self.memory_mb,
+            "custom": dict(self.custom),
+        }  # fmt: skip
+
+
+RESOURCE_KEYS = ("cpus", "gpus", "memory_mb", "custom")
+
+
+def check_resources(asked: object, defaults: PadResources) -> PadResources:
+    """A pad's resource request (``cpus``, ``gpus``, ``memory_mb``, ``custom``: name →
+    amount) over ``defaults``; InvalidInputError saying what is wrong."""
+    if not isinstance(asked, Mapping):
+        raise InvalidInputError(
+            "resources must be an object such as {'cpus': 1, 'memory_mb': 2048, "
+            "'custom': {'gpu_node': 1}}"
+        )
+    unknown = sorted(str(key) for key in asked if key not in RESOURCE_KEYS)
+    if unknown:
+        raise InvalidInputError(
+            f"unknown resource(s) {', '.join(map(repr, unknown))}: use "
+            f"{', '.join(RESOURCE_KEYS)} (custom: an object of Ray resource names to amounts)"
+        )
+    cpus = _amount(asked.get("cpus", defaults.num_cpus), "cpus")
+    gpus = _amount(asked.get("gpus", defaults.num_gpus), "gpus")
+    memory = _amount(asked.get("memory_mb", defaults.memory_mb), "memory_mb")
+    custom_asked = asked.get("custom", defaults.custom)
+    if not isinstance(custom_asked, Mapping):
+        raise InvalidInputError("resources.custom must be an object of resource names to amounts")
+    custom = {}
+    for key, value in custom_asked.items():
+        if not isinstance(key, str) or not key or len(key) > 100 or not key.isprintable():
+            raise InvalidInputError(f"resource name {str(key)[:100]!r} is not allowed")
+        custom[key] = _amount(value, f"custom resource {key!r}")
+    return PadResources(cpus, gpus, int(memory), custom)
+
+
+def _amount(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise InvalidInputError(f"{what} must be a number >= 0, not {str(value)[:40]!r}")
+    if value > 1e9:
+        raise InvalidInputError(f"{what} is too large ({value:g})")
+    return float(value)
+
+
+def refuse_remote_address(settings: Settings) -> None:
+    """ConfigError for a Ray address off this machine, unless the network is trusted."""
+    address = settings.ray_address
+    if address is None or settings.ray_trust_network:
+        return
+    if address == "auto":
+        raise ConfigError(
+            "SCRATCHPAD_RAY_ADDRESS=auto may name a cluster off this machine: give its "
+            "address (127.0.0.1:6379), or set SCRATCHPAD_RAY_TRUST_NETWORK=1"
+        )
+    if not is_loopback(address):
+        raise ConfigError(
+            f"SCRATCHPAD_RAY_ADDRESS={address} is not on this machine. Ray's ports run any "
+            "code for whoever reaches them, and pads hold credentials: set "
+            "SCRATCHPAD_RAY_TRUST_NETWORK=1 only if that network is yours alone"
+        )
+
+
+def is_loopback(address: str) -> bool:
+    """Whether a Ray address (``host:port``, ``ray://host:port``) is on this machine."""
+    host = urlsplit(address if "://" in address else f"ray://{address}").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def ray_module() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            f"SCRATCHPAD_BACKEND=ray needs Ray: {INSTALL_HINT} (Ray >= 2.58)"
+        ) from None
+    return ray
+
+
+def connect(settings: Settings) -> None:
+    """Join the cluster once per process (blocking): the one SCRATCHPAD_RAY_ADDRESS names,
+    else a Ray of this machine started on the loopback interface."""
+    ray = ray_module()
+    with _connecting:
+        if ray.is_initialized():
+            return
+        quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
+        if settings.ray_address is None:  # "local": never an existing cluster by accident
+            ray.init(
+                address="local", namespace=settings.ray_namespace, include_dashboard=False,
+                _node_ip_address="127.0.0.1", **quiet,
+            )  # fmt: skip
+        else:
+            ray.init(address=settings.ray_address, namespace=settings.ray_namespace, **quiet)
+
+
+class RayBackend(HomeBackend):
+    """Pads held by Ray actors; their directories in the store (see the module's text)."""
+
+    def __init__(self, settings: Settings, workspace: Path | None, secrets: Secrets) -> None:
+        if workspace is not None:
+            raise ConfigError(
+                "SCRATCHPAD_BACKEND=ray runs each pad in its own directory of the store: a "
+                "workspace of this machine (serve --workspace, agent mode) needs the local "
+                "backend"
+            )
+        refuse_remote_address(settings)
+        ray_module()
+        super().__init__(settings, settings.ray_store or settings.home)
+        self.secrets = secrets
+        self.default_resources = PadResources(
+            settings.ray_cpus, settings.ray_gpus, settings.ray_memory_mb
+        )
+        from scratchpad.runtime.rayactor import store_settings
+
+        self._actor_settings = store_settings(settings, self.home)
+
+    def build(self, name: str) -> ScratchpadRuntime:
+        from scratchpad.runtime.raypad import RayRuntime
+
+        return RayRuntime(name, backend=self)
+
+    def place(self, pad: ScratchpadRuntime, resources: Mapping[str, object]) -> None:
+        from scratchpad.runtime.raypad import RayRuntime
+
+        if isinstance(pad, RayRuntime):
+            pad.resources = check_resources(resources, self.default_resources)
+
+    def set_limits(self, pad: ScratchpadRuntime, limits: Mapping[str, object]) -> None:
+        from scratchpad.runtime.raypad import RayRuntime
+
+        if isinstance(pad, RayRuntime):
+            pad.set_limits(limits)
+
+    async def update_secrets(self, pad: ScratchpadRuntime, env: Any) -> bool:
+        from scratchpad.runtime.raypad import RayRuntime
+
+        return isinstance(pad, RayRuntime) and await pad.update_secrets(env())
+
+    # -- actors -----------------------------------------------------------------------------
+    def actor_name(self, name: str) -> str:
+        return ACTOR_PREFIX + dir_name(name)
+
+    async def actor(self, name: str, resources: PadResources, limits: Mapping[str, object]) -> Any:
+        """Pad ``name``'s actor: the live one (whoever made it), else a new one placed by
+        ``resources``, whose kernel limits match them (``limits`` over those)."""
+        await asyncio.to_thread(connect, self.settings)
+        ray = ray_module()
+        from scratchpad.runtime.rayactor import PadActor
+
+        options = {
+            "name": self.actor_name(name), "namespace": self.settings.ray_namespace,
+            "lifetime": "detached", "get_if_exists": True,
+            # at most once: a lost node's cell is never run again; the pad is made again at
+            # its next use (with the server's credentials), not restarted by Ray without them
+            "max_restarts": 0, "max_task_retries": 0, "max_concurrency": 1000,
+            **resources.options(),
+        }  # fmt: skip
+        kernel_limits = {**resources.limits(), **limits}
+        actor_class = ray.remote(PadActor)
+        return await asyncio.to_thread(
+            lambda: actor_class.options(**options).remote(name, self._actor_settings, kernel_limits)
+        )
+
+    async def find(self, name: str) -> Any:
+        """Pad ``name``'s live actor, or None."""
+        await asyncio.to_thread(connect, self.settings)
+        ray = ray_module()
+        try:
+            return await asyncio.to_thread(
+                ray.get_actor, self.actor_name(name), namespace=self.settings.ray_namespace
+            )
+        except ValueError:
+            return None
+
+    async def kill(self, actor: Any) -> None:
+        ray = ray_module()
+        try:
+            await asyncio.to_thread(ray.kill, actor, no_restart=True)
+        except Exception as exc:  # gone already
+            log.debug("killing a pad's actor: %r", exc)
+
+    # -- errors -----------------------------------------------------------------------------
+    def lost(self, exc: BaseException) -> str | None:
+        """How the actor was lost (its node died, it was killed), or None for any other
+        error."""
+        from ray import exceptions
+
+        if isinstance(exc, exceptions.ActorDiedError | exceptions.ActorUnavailableError):
+            text = str(exc)
+            if "node" in text.lower() and ("died" in text.lower() or "dead" in text.lower()):
+                return "the node it ran on died"
+            return "its actor died"
+        if isinstance(exc, exceptions.NodeDiedError | exceptions.ObjectLostError):
+            return "the node it ran on died"
+        return None
+
+    def unwrapped(self, exc: BaseException, name: str) -> BaseException:
+        """The error the actor raised, as it was (Ray wraps it), else a PadError."""
+        from ray import exceptions
+
+        if isinstance(exc, exceptions.RayTaskError):
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, ScratchpadError | ValueError | TypeError):
+                return cause
+            return PadError(f"pad {name!r}: {type(cause or exc).__name__}: {cause or exc}")
+        if isinstance(exc, ScratchpadError):
+            return exc
+        return PadError(f"pad {name!r}: the Ray cluster failed: {exc}")

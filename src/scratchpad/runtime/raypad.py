@@ -1,0 +1,305 @@
+"""A pad on a Ray cluster, as the server holds it: the runtime that talks to the pad's actor.
+
+Every call goes to the actor (rayactor.py) named after the pad; a cell's stream comes back
+through a Ray streaming generator, and what the actor's watch was told about the cell is
+replayed into this server's watch as it arrives, so journals, feeds, detached cells and the
+web UI work as for a local pad. The actor is found or made at :meth:`start` (``get_if_exists``:
+a restarted or a second server finds the same one).
+
+A node that dies takes its pads' kernels with it: the running cell is recorded ``killed``
+with the cause ("the node ... was lost"), this runtime is closed, and the manager's next use
+makes the actor again where Ray finds room; its constructor starts from the store. A cell is
+never sent twice (``max_task_retries=0``, no retry here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from scratchpad.errors import PadClosedError, PadError, ScratchpadError
+from scratchpad.runtime import venv, workdir
+from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
+from scratchpad.runtime.cell import Cell, StreamItem, new_cell_id
+from scratchpad.runtime.history import CellHistory
+from scratchpad.runtime.padinfo import HISTORY
+from scratchpad.runtime.watch import PadWatch
+
+if TYPE_CHECKING:
+    from scratchpad.runtime.raybackend import PadResources, RayBackend
+
+NODE_LOST = (
+    "The pad's node was lost ({cause}): its kernel went with it, and this cell's output and "
+    "variables with them. The pad comes back on a live node at its next use, with its "
+    "packages and the variables of its last checkpoint.\n"
+)
+
+
+class RayRuntime(ScratchpadRuntime):
+    """Pad ``name``, held by its actor on a node of the cluster ``backend`` reaches."""
+
+    def __init__(self, name: str, *, backend: RayBackend) -> None:
+        super().__init__(name, compact_keep=backend.settings.compact_keep_cells)
+        self.backend = backend
+        self.settings = backend.settings
+        self.root = backend.root(name)  # in the store every node reaches
+        self.cwd = workdir.pad_workdir(backend.home, name)
+        self.watch = PadWatch(name)  # the manager's, shared by name
+        self.on_wake: Callable[[ScratchpadRuntime], None] | None = None
+        self.resources: PadResources = backend.default_resources
+        self.limits: dict[str, object] = {}  # asked of the pad's kernel, beside the resources
+        self.generation = 0
+        self.node: str | None = None  # the Ray node the actor runs on
+        self._actor: Any = None
+        self._closed = True
+        self._asleep = False
+        self._loaded = False
+
+    # -- how it stands ----------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self.watch.running is not None
+
+    @property
+    def queued(self) -> int:
+        return len(self.watch.queue)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def knows(self, cell_id: str) -> bool:
+        return self.watch.journals.get(cell_id) is not None or any(
+            cell.id == cell_id for cell in self.cells
+        )
+
+    def ensure_cwd(self) -> None:
+        """The kernel's working directory, in the store (made when missing; blocks)."""
+        return workdir.ensure(self.cwd)  # type: ignore[return-value]
+
+    async def load_cells(self) -> list[Cell]:
+        if self._actor is not None and not self._closed:
+            self.cells = await self._call(self._actor.cells.remote())
+        elif not self._loaded:
+            history = CellHistory(self.root / HISTORY, self.settings.history_max_bytes)
+            self.cells = await asyncio.to_thread(history.load)
+        self._loaded = True
+        return self.cells
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Find the pad's actor or make it (on a node with the resources it asks for), and
+        start its kernel with the pad's vault variables."""
+        woke = self._asleep
+        actor = await self.backend.actor(self.name, self.resources, self.limits)
+        state = await self._call(actor.start.remote(self.backend.secrets(self.name)))
+        self._actor, self._closed, self._asleep = actor, False, False
+        self._stand(state)
+        await self.load_cells()
+        self.watch.status(self)
+        if woke and self.on_wake is not None:
+            self.on_wake(self)
+
+    def _stand(self, state: Mapping[str, Any]) -> None:
+        self.generation = int(state.get("generation", self.generation))
+        self.node = state.get("node", self.node)
+
+    async def close(self, *, reason: str = CLOSED) -> None:
+        """Stop the kernel (after a full checkpoint) and the actor: the pad holds nothing on
+        the cluster until its next use; its directory stays in the store."""
+        actor, self._actor, self._closed = self._actor, None, True
+        if actor is None:
+            return
+        try:
+            await self._call(actor.close.remote(reason))
+        except PadError:
+            pass  # its node is gone already: nothing is left to stop
+        finally:
+            await self.backend.kill(actor)
+        self.watch.status(self)
+
+    async def detach(self) -> None:
+        """Let go; the actor keeps the pad running for the next server (or another one)."""
+        self._actor, self._closed = None, True
+
+    async def cleanup(self) -> None:
+        """Stop the pad wherever its actor runs, and delete its directories in the store."""
+        actor = self._actor or await self.backend.find(self.name)
+        self._actor, self._closed = None, True
+        if actor is not None:
+            try:
+                await self._call(actor.cleanup.remote())
+            except PadError:
+                pass  # its node is gone: the store's files are removed below
+            finally:
+                await self.backend.kill(actor)
+        await workdir.remove(self.cwd)
+        await venv.remove(self.root)
+        self.watch.status(self, "removed")
+
+    async def reset(self) -> None:
+        await self._call(self._live().reset.remote())
+        self.cells = []
+
+    async def sleep_if_idle(self, now: float) -> bool:
+        """Asleep, a pad holds no actor: its kernel saves everything and stops, then the
+        actor goes; its next use makes a new one that restores from the store."""
+        if self._actor is None or self._closed or self.watch.watched or self.watch.attached:
+            return False
+        if not await self._call(self._actor.sleep_if_idle.remote(now)):
+            return False
+        actor, self._actor, self._closed, self._asleep = self._actor, None, True, True
+        await self.backend.kill(actor)
+        self.watch.status(self, "asleep")
+        return True
+
+    async def revert(self) -> int:
+        number: int = await self._call(self._live().revert.remote())
+        return number
+
+    async def fork_into(self, target: ScratchpadRuntime) -> None:
+        if not isinstance(target, RayRuntime):
+            raise PadError(f"pad {self.name!r} runs on Ray: it can only be forked into a Ray pad")
+        if self._actor is None or self._closed:
+            await self.start()  # the source's actor takes the copy, in its turn
+        await self._call(self._live().fork_into.remote(target.name))
+
+    async def install_packages(self, packages: list[str]) -> str:
+        output: str = await self._call(self._live().install.remote(list(packages)))
+        return output
+
+    async def configure_llm(self, llm: PadLLM) -> None:
+        await self._call(self._live().configure_llm.remote(llm))
+
+    async def update_secrets(self, env: dict[str, str]) -> bool:
+        if self._actor is None or self._closed:
+            return False  # the next start gives them
+        changed: bool = await self._call(self._actor.update_secrets.remote(env))
+        return changed
+
+    def set_limits(self, limits: Mapping[str, object]) -> None:
+        """The pad's own limits from its next kernel on (sent to a running actor at once)."""
+        self.limits = {**self.limits, **limits}
+        if self._actor is not None and not self._closed:
+            self._actor.set_limits.remote(dict(limits))
+
+    async def cancel(self, cell_id: str | None = None) -> bool:
+        if self._actor is None or self._closed:
+            return False
+        cancelled: bool = await self._call(self._actor.cancel.remote(cell_id))
+        return cancelled
+
+    # -- cells ------------------------------------------------------------------------------
+    async def execute_streaming(
+        self,
+        code: str,
+        *,
+        description: str = "",
+        estimated_time: str = "",
+        estimated_seconds: float = 0.0,
+        timeout_s: float | None = None,
+        cell_id: str | None = None,
+    ) -> AsyncGenerator[StreamItem, None]:
+        request = check_execute_args(
+            code, description, estimated_seconds, estimated_time, cell_id, timeout_s
+        )
+        if self._asleep:
+            await self.start()  # a holder of a pad that fell asleep wakes it
+        actor = self._live()
+        cell_id = request.cell_id or new_cell_id()
+        options = {
+            "description": request.description, "estimated_time": request.estimated_time,
+            "estimated_seconds": request.estimated_seconds, "timeout_s": request.timeout_s,
+        }  # fmt: skip
+        started: Cell | None = None
+        try:
+            async for ref in actor.execute.options(num_returns="streaming").remote(
+                request.code, cell_id, options
+            ):
+                kind, value = await ref
+                if kind == "item":
+                    if isinstance(value, Cell):
+                        self._remember(value)
+                    yield value
+                elif kind == "started":
+                    started = value
+                    self.watch.started(value)
+                else:
+                    self._relay(kind, value)
+        except Exception as exc:
+            lost = self.backend.lost(exc)
+            if lost is None:
+                raise self.backend.unwrapped(exc, self.name) from None
+            yield await self._killed(request.code, request.description, cell_id, started, lost)
+
+    def _relay(self, kind: str, value: Any) -> None:
+        """Replay one event of the actor's watch into this server's watch."""
+        if kind == "gen":
+            if value != self.generation:
+                self.generation = value
+                self.watch.status(self)
+        elif kind == "queued":
+            self.watch.queued(value)
+        elif kind == "seen":
+            self.watch.seen(value)
+        elif kind == "recorded":
+            self.watch.recorded(value)
+        elif kind == "gone":
+            self.watch.gone(value)
+
+    def _remember(self, cell: Cell) -> None:
+        if not any(known.id == cell.id for known in self.cells[-8:]):
+            self.cells.append(cell)
+
+    async def _killed(
+        self, code: str, description: str, cell_id: str, started: Cell | None, cause: str
+    ) -> Cell:
+        """The cell a lost node took: recorded ``killed`` (in the store's history too, as
+        its kernel would have), and this runtime closed: the next use makes a new actor."""
+        self._actor, self._closed = None, True
+        cell = started or Cell(code=code, description=description, id=cell_id)
+        cell.status = "killed"
+        cell.error = NODE_LOST.format(cause=cause)
+        if started is not None:
+            cell.duration_s = max(0.0, time.time() - (self._started_at(cell) or time.time()))
+        history = CellHistory(self.root / HISTORY, self.settings.history_max_bytes)
+        if cell.number:  # it had its number: the history has room for it
+            await asyncio.to_thread(history.append, cell)
+        self._remember(cell)
+        if self.watch.queue.get(cell.id) is not None or self.busy:
+            self.watch.recorded(cell)
+        self.watch.status(self, "dead")
+        return cell
+
+    def _started_at(self, cell: Cell) -> float | None:
+        running = self.watch.running
+        return running.started_at if running is not None and running.cell.id == cell.id else None
+
+    # -- Ray calls --------------------------------------------------------------------------
+    def _live(self) -> Any:
+        if self._actor is None or self._closed:
+            raise PadClosedError(
+                f"pad {self.name!r} is closed (or its node was lost); get it again from the "
+                "manager to start it"
+            )
+        return self._actor
+
+    async def _call(self, ref: Any) -> Any:
+        """Await one actor call; the actor's own errors come back as they were raised, a
+        lost actor as PadError (and this runtime closed)."""
+        try:
+            return await ref
+        except Exception as exc:
+            lost = self.backend.lost(exc)
+            if lost is None:
+                raise self.backend.unwrapped(exc, self.name) from None
+            self._actor, self._closed = None, True
+            raise PadError(
+                f"pad {self.name!r}: its node was lost ({lost}); use it again to start it "
+                "on a live node"
+            ) from None
+
+
+__all__ = ["RayRuntime", "ScratchpadError"]
