@@ -1,5 +1,8 @@
 """A real multi-node Ray cluster on loopback for the Ray backend's tests.
 
+Ray is imported lazily, so that without it the tests skip (each module starts with
+``ray = pytest.importorskip("ray", reason=RAY_MISSING)``) instead of failing to collect.
+
 One cluster per test session (per xdist worker): a head and two worker nodes, each told apart by
 a custom resource so a test can pin an actor to a node and see where it ran. Everything listens
 on 127.0.0.1; the dashboard is off and object stores are small, so three nodes fit a laptop.
@@ -20,11 +23,7 @@ import pytest
 # Ray reads its constants; children (second drivers started by tests) inherit it.
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
-ray = pytest.importorskip(
-    "ray", reason="the Ray backend's tests need Ray: pip install 'scratchpad[ray]'"
-)
-from ray.cluster_utils import Cluster  # noqa: E402
-
+RAY_MISSING = "the Ray backend's tests need Ray: pip install 'scratchpad[ray]'"
 LOOPBACK = "127.0.0.1"
 NAMESPACE = "scratchpad"
 OBJECT_STORE_BYTES = 80 * 1024 * 1024  # Ray's floor is 75 MiB
@@ -49,7 +48,7 @@ class RayCluster:
     ``{"pad_node": 0.01}`` to let Ray choose a worker (and move an actor when its node goes).
     """
 
-    cluster: Cluster
+    cluster: Any  # ray.cluster_utils.Cluster
     node_a: Any
     node_b: Any
     extra_nodes: list[Any] = field(default_factory=list)
@@ -76,6 +75,8 @@ class RayCluster:
 
 def connect(address: str) -> None:
     """This process as a quiet driver of the cluster, in the project's namespace."""
+    import ray
+
     ray.init(
         address=address,
         namespace=NAMESPACE,
@@ -87,7 +88,12 @@ def connect(address: str) -> None:
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[RayCluster]:
     """Head + two workers on 127.0.0.1, this process connected as a driver; all shut down at
-    the end, also when starting fails half way."""
+    the end, also when starting fails half way. Skips, saying what to install, without Ray."""
+    ray = pytest.importorskip("ray", reason=RAY_MISSING)
+    from ray._private import ray_constants
+    from ray.cluster_utils import Cluster
+
+    ray_constants.ENABLE_RAY_CLUSTER = False  # the same, should Ray have been imported earlier
     cluster = Cluster(
         initialize_head=True,
         connect=False,

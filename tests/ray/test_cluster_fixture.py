@@ -9,8 +9,12 @@ import textwrap
 import uuid
 from typing import Any
 
+import pytest
+
 from tests.process_helpers import default_sigint
-from tests.ray.conftest import NAMESPACE, RayCluster, ray
+from tests.ray.conftest import NAMESPACE, RAY_MISSING, RayCluster
+
+ray = pytest.importorskip("ray", reason=RAY_MISSING)
 
 
 class _Where:
