@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from typing import Any
 
@@ -70,3 +71,25 @@ def test_a_second_driver_finds_a_detached_named_actor(ray_cluster: RayCluster) -
         assert found.stdout.strip().splitlines()[-1] == ray_cluster.node_b.node_id
     finally:
         ray.kill(actor)
+
+
+def test_a_removed_worker_takes_its_actors_with_it(ray_cluster: RayCluster) -> None:
+    """The node-loss helpers: a fresh worker, removed, fails its actors with Ray's node-death
+    error; the fixture's own two workers are untouched for later tests."""
+    spare = ray_cluster.add_worker(spare=1)
+    actor = Where.options(resources={"spare": 0.01}, max_restarts=0).remote()
+    assert ray.get(actor.node_id.remote(), timeout=60) == spare.node_id
+    ray_cluster.remove_worker(spare)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            ray.get(actor.node_id.remote(), timeout=30)
+        except ray.exceptions.ActorDiedError as died:
+            assert "its node has died" in str(died)
+            break
+        except ray.exceptions.ActorUnavailableError:
+            assert time.monotonic() < deadline, "the actor's node was never declared dead"
+            time.sleep(0.1)
+    alive = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
+    assert {ray_cluster.node_a.node_id, ray_cluster.node_b.node_id} <= alive
+    assert spare.node_id not in alive
