@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,23 +16,41 @@ from scratchpad.errors import InstallError, InvalidInputError, PadClosedError
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from tests.conftest import wait_until_busy
+from tests.ray.conftest import ray_cluster  # noqa: F401 - the ray backend's cluster
 from tests.server_helpers import running_server
 
 REMOTE_KEY = "contract-key"
 
 
-@pytest.fixture(params=["local", "remote"])
+@pytest.fixture(params=["local", "remote", "ray"])
 def runtime_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
 async def backend(
-    manager: ScratchpadManager, runtime_kind: str, workspace: Path, tmp_path: Path
+    manager: ScratchpadManager,
+    runtime_kind: str,
+    workspace: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> AsyncIterator[ScratchpadManager]:
-    """A manager whose pads are local, or on a real server over loopback."""
+    """A manager whose pads are local, on a real server over loopback, or held by actors
+    of a real local Ray cluster (skipped, saying what to install, without Ray)."""
     if runtime_kind == "local":
         yield manager
+        return
+    if runtime_kind == "ray":
+        cluster = request.getfixturevalue("ray_cluster")
+        ray_settings = manager.settings.model_copy(
+            update={"backend": "ray", "ray_address": cluster.address,
+                    "ray_namespace": f"contract-{uuid.uuid4().hex[:12]}"}
+        )  # fmt: skip
+        on_ray = ScratchpadManager(workspace=workspace, settings=ray_settings)
+        try:
+            yield on_ray
+        finally:
+            await on_ray.close_all()
         return
     home = tmp_path / "server-home"  # bound, as the local manager is: its home is in there
     with running_server(home, tmp_path, REMOTE_KEY, workspace=workspace) as (url, _):

@@ -33,6 +33,7 @@ from scratchpad.runtime.watch import PadWatch
 from scratchpad.scrub import register
 
 Tap = Callable[[tuple[str, Any]], None]
+BATCH_EVENTS = 256  # events sent in one message, at most
 
 
 class RelayWatch(PadWatch):
@@ -80,13 +81,16 @@ class RelayWatch(PadWatch):
 class PadActor:
     """One pad, held by a detached, named Ray actor (see raybackend.py for its options)."""
 
-    def __init__(self, name: str, settings: dict[str, Any], limits: dict[str, Any]) -> None:
+    def __init__(
+        self, name: str, settings: dict[str, Any], limits: dict[str, Any], cwd: str | None
+    ) -> None:
         self.settings = Settings.model_validate(settings)
         store = self.settings.home
         self._secrets: dict[str, str] = {}
         self.pad = LocalRuntime(
-            name, root=dir_in(store / "pads", name), cwd=workdir.pad_workdir(store, name),
-            own_cwd=True, settings=self.settings, secret_env=lambda: dict(self._secrets),
+            name, root=dir_in(store / "pads", name),
+            cwd=workdir.pad_workdir(store, name) if cwd is None else Path(cwd),
+            own_cwd=cwd is None, settings=self.settings, secret_env=lambda: dict(self._secrets),
         )  # fmt: skip
         self.watch = RelayWatch(name)
         self.pad.watch = self.watch
@@ -169,10 +173,11 @@ class PadActor:
     # -- cells ------------------------------------------------------------------------------
     async def execute(
         self, code: str, cell_id: str, options: dict[str, Any]
-    ) -> AsyncIterator[tuple[str, Any]]:
+    ) -> AsyncIterator[list[tuple[str, Any]]]:
         """Run a cell: ``("gen", n)`` first, then in order ``("queued"|"started"|"recorded"
-        |"gone", cell)``, ``("seen", items)`` and the caller's ``("item", item)``s. The cell
-        runs to its end whether or not the caller stays (at most once: never again)."""
+        |"gone", cell)``, ``("seen", items)`` and the caller's ``("item", item)``s, in lists
+        of what came at once. The cell runs to its end whether or not the caller stays (at
+        most once: never again)."""
         events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.watch.taps[cell_id] = events.put_nowait
 
@@ -190,14 +195,21 @@ class PadActor:
         task = asyncio.get_running_loop().create_task(drive())
         self._cells.add(task)
         task.add_done_callback(self._cells.discard)
-        yield ("gen", self.pad.generation)
-        while True:
-            kind, value = await events.get()
-            if kind == "end":
-                return
+        yield [("gen", self.pad.generation)]
+        while True:  # what is there at once goes in one message (a Ray message costs ~0.5 ms)
+            batch = [await events.get()]
+            while not events.empty() and len(batch) < BATCH_EVENTS:
+                batch.append(events.get_nowait())
+            ended = next((i for i, (kind, _) in enumerate(batch) if kind in ("end", "error")), None)
+            if ended is None:
+                yield batch
+                continue
+            if ended:
+                yield batch[:ended]
+            kind, value = batch[ended]
             if kind == "error":
                 raise value
-            yield kind, value
+            return
 
     async def follow(self, cell_id: str, after: int) -> AsyncIterator[Any]:
         """Cell ``cell_id``'s numbered frames after ``after`` (its journal here, live, then

@@ -5,7 +5,8 @@ holding a local kernel on the node Ray placed it on (rayactor.py); the server ta
 through a :class:`~scratchpad.runtime.raypad.RayRuntime`. Pad directories (requirements,
 history, checkpoint, workspace) live in SCRATCHPAD_RAY_STORE, a directory every node reaches
 (default: the home, which every node of a cluster on this machine reaches), so the listing,
-histories and files are read here as for local pads.
+histories and files are read here as for local pads. A bound workspace (``serve
+--workspace``) is every pad's working directory, as locally: every node must reach it too.
 
 Ray's ports run arbitrary code for whoever reaches them: a cluster off this machine is
 refused unless SCRATCHPAD_RAY_TRUST_NETWORK=1 says the network is the user's own.
@@ -14,8 +15,10 @@ refused unless SCRATCHPAD_RAY_TRUST_NETWORK=1 says the network is the user's own
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,6 +36,9 @@ log = logging.getLogger(__name__)
 ACTOR_PREFIX = "scratchpad-pad-"
 INSTALL_HINT = "pip install 'scratchpad[ray]'"
 _connecting = threading.Lock()
+VERDICT_S = 120.0  # how long an unreachable actor is asked about before its node counts lost
+VERDICT_POLL_S = 0.5
+NODE_ID = re.compile(r"Node Id: ([0-9a-f]{8,})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +167,13 @@ def connect(settings: Settings) -> None:
                 _node_ip_address="127.0.0.1", **quiet,
             )  # fmt: skip
         else:
+            if is_loopback(settings.ray_address):
+                # Ray rewrites a loopback address to this host's outward one (its "reachable
+                # from other nodes" rule) and then never reaches a cluster that listens on
+                # loopback only: a cluster on this machine is reached where it listens.
+                from ray._private import ray_constants
+
+                ray_constants.ENABLE_RAY_CLUSTER = False
             ray.init(address=settings.ray_address, namespace=settings.ray_namespace, **quiet)
 
 
@@ -168,15 +181,10 @@ class RayBackend(HomeBackend):
     """Pads held by Ray actors; their directories in the store (see the module's text)."""
 
     def __init__(self, settings: Settings, workspace: Path | None, secrets: Secrets) -> None:
-        if workspace is not None:
-            raise ConfigError(
-                "SCRATCHPAD_BACKEND=ray runs each pad in its own directory of the store: a "
-                "workspace of this machine (serve --workspace, agent mode) needs the local "
-                "backend"
-            )
         refuse_remote_address(settings)
         ray_module()
         super().__init__(settings, settings.ray_store or settings.home)
+        self.workspace = workspace  # every pad's working directory (every node must reach it)
         self.secrets = secrets
         self.default_resources = PadResources(
             settings.ray_cpus, settings.ray_gpus, settings.ray_memory_mb
@@ -208,6 +216,10 @@ class RayBackend(HomeBackend):
         return isinstance(pad, RayRuntime) and await pad.update_secrets(env())
 
     # -- actors -----------------------------------------------------------------------------
+    def cwd_of(self, name: str) -> str | None:
+        """The bound workspace (every pad's), or None: the pad's own in the store."""
+        return None if self.workspace is None else str(self.workspace)
+
     def actor_name(self, name: str) -> str:
         return ACTOR_PREFIX + dir_name(name)
 
@@ -229,7 +241,9 @@ class RayBackend(HomeBackend):
         kernel_limits = {**resources.limits(), **limits}
         actor_class = ray.remote(PadActor)
         return await asyncio.to_thread(
-            lambda: actor_class.options(**options).remote(name, self._actor_settings, kernel_limits)
+            lambda: actor_class.options(**options).remote(
+                name, self._actor_settings, kernel_limits, self.cwd_of(name)
+            )
         )
 
     async def find(self, name: str) -> Any:
@@ -251,19 +265,36 @@ class RayBackend(HomeBackend):
             log.debug("killing a pad's actor: %r", exc)
 
     # -- errors -----------------------------------------------------------------------------
-    def lost(self, exc: BaseException) -> str | None:
-        """How the actor was lost (its node died, it was killed), or None for any other
-        error."""
+    async def lost(self, exc: BaseException, actor: Any) -> str | None:
+        """How the pad's actor was lost ("the node it ran on died", ...), or None when
+        ``exc`` is any other error. An actor that cannot be reached is asked again until
+        Ray decides (its node is declared dead, or it answers), at most ``VERDICT_S``."""
         from ray import exceptions
 
-        if isinstance(exc, exceptions.ActorDiedError | exceptions.ActorUnavailableError):
+        deadline = asyncio.get_running_loop().time() + VERDICT_S
+        while isinstance(exc, exceptions.ActorUnavailableError) and actor is not None:
+            if asyncio.get_running_loop().time() > deadline:
+                return "its node stopped answering"
+            await asyncio.sleep(VERDICT_POLL_S)
+            try:
+                await actor.ping.remote()
+            except Exception as again:
+                exc = again
+            else:
+                return "its actor stopped answering for a while"
+        if isinstance(exc, exceptions.ActorDiedError):
             text = str(exc)
-            if "node" in text.lower() and ("died" in text.lower() or "dead" in text.lower()):
-                return "the node it ran on died"
+            if "node has died" in text or "node died" in text:
+                return f"node lost: {_node_of(text)}"
             return "its actor died"
-        if isinstance(exc, exceptions.NodeDiedError | exceptions.ObjectLostError):
-            return "the node it ran on died"
+        if isinstance(exc, exceptions.ActorUnavailableError):
+            return "its actor could not be reached"
         return None
+
+    def stop_stream(self, stream: Any) -> None:
+        """Let go of a cell's stream nobody reads (its cell runs on in the actor)."""
+        with contextlib.suppress(Exception):
+            ray_module().cancel(stream)
 
     def unwrapped(self, exc: BaseException, name: str) -> BaseException:
         """The error the actor raised, as it was (Ray wraps it), else a PadError."""
@@ -277,3 +308,9 @@ class RayBackend(HomeBackend):
         if isinstance(exc, ScratchpadError):
             return exc
         return PadError(f"pad {name!r}: the Ray cluster failed: {exc}")
+
+
+def _node_of(text: str) -> str:
+    """The node a Ray error names, shortly."""
+    found = NODE_ID.search(text)
+    return f"the node {found.group(1)[:12]} it ran on died" if found else "the node it ran on died"

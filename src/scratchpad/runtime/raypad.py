@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scratchpad.errors import PadClosedError, PadError, ScratchpadError
@@ -45,7 +46,9 @@ class RayRuntime(ScratchpadRuntime):
         self.backend = backend
         self.settings = backend.settings
         self.root = backend.root(name)  # in the store every node reaches
-        self.cwd = workdir.pad_workdir(backend.home, name)
+        where = backend.cwd_of(name)
+        self.own_cwd = where is None
+        self.cwd = workdir.pad_workdir(backend.home, name) if where is None else Path(where)
         self.watch = PadWatch(name)  # the manager's, shared by name
         self.on_wake: Callable[[ScratchpadRuntime], None] | None = None
         self.resources: PadResources = backend.default_resources
@@ -55,6 +58,7 @@ class RayRuntime(ScratchpadRuntime):
         self._actor: Any = None
         self._closed = True
         self._asleep = False
+        self._removed = False
         self._loaded = False
 
     # -- how it stands ----------------------------------------------------------------------
@@ -75,9 +79,10 @@ class RayRuntime(ScratchpadRuntime):
             cell.id == cell_id for cell in self.cells
         )
 
-    def ensure_cwd(self) -> None:
-        """The kernel's working directory, in the store (made when missing; blocks)."""
-        return workdir.ensure(self.cwd)  # type: ignore[return-value]
+    def ensure_cwd(self) -> Path:
+        """The kernel's working directory (its own, in the store, is made when missing;
+        blocks)."""
+        return workdir.ensure(self.cwd) if self.own_cwd else self.cwd
 
     async def load_cells(self) -> list[Cell]:
         if self._actor is not None and not self._closed:
@@ -92,6 +97,8 @@ class RayRuntime(ScratchpadRuntime):
     async def start(self) -> None:
         """Find the pad's actor or make it (on a node with the resources it asks for), and
         start its kernel with the pad's vault variables."""
+        if self._removed:
+            raise PadClosedError(f"pad {self.name!r} was removed; create it again to use it")
         woke = self._asleep
         actor = await self.backend.actor(self.name, self.resources, self.limits)
         state = await self._call(actor.start.remote(self.backend.secrets(self.name)))
@@ -127,7 +134,7 @@ class RayRuntime(ScratchpadRuntime):
     async def cleanup(self) -> None:
         """Stop the pad wherever its actor runs, and delete its directories in the store."""
         actor = self._actor or await self.backend.find(self.name)
-        self._actor, self._closed = None, True
+        self._actor, self._closed, self._removed = None, True, True
         if actor is not None:
             try:
                 await self._call(actor.cleanup.remote())
@@ -135,7 +142,8 @@ class RayRuntime(ScratchpadRuntime):
                 pass  # its node is gone: the store's files are removed below
             finally:
                 await self.backend.kill(actor)
-        await workdir.remove(self.cwd)
+        if self.own_cwd:
+            await workdir.remove(self.cwd)
         await venv.remove(self.root)
         self.watch.status(self, "removed")
 
@@ -214,25 +222,32 @@ class RayRuntime(ScratchpadRuntime):
             "estimated_seconds": request.estimated_seconds, "timeout_s": request.timeout_s,
         }  # fmt: skip
         started: Cell | None = None
+        stream = actor.execute.remote(request.code, cell_id, options)
+        ended = False
         try:
-            async for ref in actor.execute.options(num_returns="streaming").remote(
-                request.code, cell_id, options
-            ):
-                kind, value = await ref
-                if kind == "item":
-                    if isinstance(value, Cell):
-                        self._remember(value)
-                    yield value
-                elif kind == "started":
-                    started = value
-                    self.watch.started(value)
-                else:
-                    self._relay(kind, value)
+            async for ref in stream:
+                for kind, value in await ref:
+                    if kind == "item":
+                        if isinstance(value, Cell):
+                            ended = True
+                            self._remember(value)
+                        yield value
+                    elif kind == "started":
+                        started = value
+                        self.watch.started(value)
+                    else:
+                        self._relay(kind, value)
+            ended = True
         except Exception as exc:
-            lost = self.backend.lost(exc)
+            lost = await self.backend.lost(exc, actor)
             if lost is None:
+                ended = True
                 raise self.backend.unwrapped(exc, self.name) from None
+            ended = True
             yield await self._killed(request.code, request.description, cell_id, started, lost)
+        finally:
+            if not ended:  # the caller went away: the cell runs on, nobody reads its stream
+                self.backend.stop_stream(stream)
 
     def _relay(self, kind: str, value: Any) -> None:
         """Replay one event of the actor's watch into this server's watch."""
@@ -292,7 +307,7 @@ class RayRuntime(ScratchpadRuntime):
         try:
             return await ref
         except Exception as exc:
-            lost = self.backend.lost(exc)
+            lost = await self.backend.lost(exc, self._actor)
             if lost is None:
                 raise self.backend.unwrapped(exc, self.name) from None
             self._actor, self._closed = None, True

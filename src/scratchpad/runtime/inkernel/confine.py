@@ -82,6 +82,9 @@ def launch(spec: dict[str, Any], keep: Iterable[int] = ()) -> str:
     held = str(_step("the sandbox", lambda: _sandbox(spec)))
     for signum in RESET_SIGNALS:
         _signal.signal(signum, _signal.SIG_DFL)
+    # a mask is inherited from the thread that started us (a Ray actor's blocks SIGINT):
+    # the pad's signals must arrive, or an interrupt could never stop a cell
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, [])
     _close_others(kept)
     return held
 
