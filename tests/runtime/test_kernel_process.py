@@ -6,10 +6,12 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from scratchpad.config import Settings
 from scratchpad.errors import KernelStartError
 from scratchpad.runtime.kernel import KernelProcess, describe_exit
 from tests.process_helpers import process_gone, read_pid
@@ -98,3 +100,34 @@ async def test_cancelled_tool_run_is_killed(tmp_path: Path) -> None:
         await task
     await asyncio.sleep(0.1)
     assert process_gone(pid)
+
+
+def test_a_pad_started_from_a_thread_that_blocks_sigint_can_still_be_interrupted(
+    workspace: Path, settings: Settings
+) -> None:
+    """A signal mask is inherited from the thread that starts a process (a Ray actor's
+    thread blocks SIGINT): the kernel clears it, so a cancel interrupts the cell and the
+    variables stay, instead of the ladder killing the kernel."""
+    from scratchpad.runtime.manager import ScratchpadManager
+    from tests.conftest import wait_until_busy
+
+    async def run() -> tuple[str, str | None]:
+        async with ScratchpadManager(workspace=workspace, settings=settings) as manager:
+            pad = await manager.get_or_create("masked")
+            await pad.execute("kept = 1")
+            task = asyncio.create_task(pad.execute("while True:\n    kept += 1"))
+            await wait_until_busy(pad)
+            await pad.cancel()
+            cell = await task
+            return cell.status, (await pad.execute("kept > 1")).result
+
+    outcome: list[tuple[str, str | None]] = []
+
+    def in_a_masked_thread() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        outcome.append(asyncio.run(run()))
+
+    thread = threading.Thread(target=in_a_masked_thread)
+    thread.start()
+    thread.join(120)
+    assert outcome == [("cancelled", "True")]

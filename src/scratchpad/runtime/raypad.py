@@ -15,6 +15,7 @@ never sent twice (``max_task_retries=0``, no retry here).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from pathlib import Path
@@ -22,15 +23,24 @@ from typing import TYPE_CHECKING, Any
 
 from scratchpad.errors import PadClosedError, PadError, ScratchpadError
 from scratchpad.runtime import venv, workdir
-from scratchpad.runtime.base import CLOSED, PadLLM, ScratchpadRuntime, check_execute_args
+from scratchpad.runtime.base import (
+    CLOSED,
+    PadLLM,
+    ScratchpadRuntime,
+    check_cell_id,
+    check_execute_args,
+)
 from scratchpad.runtime.cell import Cell, StreamItem, new_cell_id
+from scratchpad.runtime.handle import CellHandle
 from scratchpad.runtime.history import CellHistory
+from scratchpad.runtime.journal import CellJournal
 from scratchpad.runtime.padinfo import HISTORY
 from scratchpad.runtime.watch import PadWatch
 
 if TYPE_CHECKING:
     from scratchpad.runtime.raybackend import PadResources, RayBackend
 
+log = logging.getLogger(__name__)
 NODE_LOST = (
     "The pad's node was lost ({cause}): its kernel went with it, and this cell's output and "
     "variables with them. The pad comes back on a live node at its next use, with its "
@@ -60,6 +70,7 @@ class RayRuntime(ScratchpadRuntime):
         self._asleep = False
         self._removed = False
         self._loaded = False
+        self._following: set[asyncio.Task[None]] = set()  # cells followed from the actor
 
     # -- how it stands ----------------------------------------------------------------------
     @property
@@ -248,6 +259,36 @@ class RayRuntime(ScratchpadRuntime):
         finally:
             if not ended:  # the caller went away: the cell runs on, nobody reads its stream
                 self.backend.stop_stream(stream)
+
+    async def cell(self, cell_id: str) -> CellHandle:
+        """A handle on cell ``cell_id``: from this server's journal when it ran the cell,
+        else from the actor's journal (a cell another process started), followed here."""
+        cell_id = str(check_cell_id(cell_id))
+        if self.watch.journals.get(cell_id) is not None or self._actor is None or self._closed:
+            return await super().cell(cell_id)
+        journal = CellJournal(cell_id, self.generation)
+        stream = self._actor.follow.remote(cell_id, 0)
+        frames = stream.__aiter__()
+        try:
+            first = await (await frames.__anext__())
+        except StopAsyncIteration:
+            return await super().cell(cell_id)
+        except Exception as exc:
+            raise self.backend.unwrapped(exc, self.name) from None
+        journal.append(first.event, first.size, first.gen)
+
+        async def follow() -> None:
+            try:
+                async for ref in frames:
+                    frame = await ref
+                    journal.append(frame.event, frame.size, frame.gen)
+            except Exception as exc:  # the actor went: the handle says so as it stands
+                log.info("following cell %s of pad %r ended: %r", cell_id, self.name, exc)
+
+        task = asyncio.get_running_loop().create_task(follow())
+        self._following.add(task)
+        task.add_done_callback(self._following.discard)
+        return CellHandle(self, cell_id, journal)
 
     def _relay(self, kind: str, value: Any) -> None:
         """Replay one event of the actor's watch into this server's watch."""

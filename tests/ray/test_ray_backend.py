@@ -1,0 +1,171 @@
+"""The Ray backend on a real local cluster (tests/ray/conftest.py): placement, a pad found by a
+second driver and by a restarted server, a lost node, a cell followed from another process,
+and the refused network address. The contract suite runs on it too (test_contract.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from scratchpad.config import Settings
+from scratchpad.errors import ConfigError, InvalidInputError
+from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.raypad import RayRuntime
+from tests.conftest import wait_until_busy
+from tests.ray.conftest import RAY_MISSING, RayCluster
+
+ray = pytest.importorskip("ray", reason=RAY_MISSING)
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+UNPICKLABLE = "held = __import__('threading').Lock()"  # no checkpoint keeps it: a live kernel
+
+
+@pytest.fixture
+def ray_settings(settings: Settings, ray_cluster: RayCluster) -> Settings:
+    """This test's pads: its own home (the store) and namespace on the session's cluster."""
+    return settings.model_copy(
+        update={"backend": "ray", "ray_address": ray_cluster.address,
+                "ray_namespace": f"t-{uuid.uuid4().hex[:12]}"}
+    )  # fmt: skip
+
+
+@pytest.fixture
+async def on_ray(ray_settings: Settings) -> AsyncIterator[ScratchpadManager]:
+    manager = ScratchpadManager(settings=ray_settings)
+    yield manager
+    await manager.close_all()
+
+
+def second_driver(settings: Settings, code: str) -> dict[str, object]:
+    """Run ``code`` (an async body using ``manager``) in another process, a driver of the
+    same cluster with the same settings; what it printed last, as JSON."""
+    script = textwrap.dedent(
+        """
+        import asyncio, json, sys
+        from scratchpad.config import Settings
+        from scratchpad.runtime.manager import ScratchpadManager
+        settings = Settings.model_validate_json(sys.argv[1])
+        async def main():
+            manager = ScratchpadManager(settings=settings)
+        {body}
+            await manager.detach_all()
+        asyncio.run(main())
+        """
+    ).format(body=textwrap.indent(textwrap.dedent(code), "    "))
+    env = {**os.environ, "PYTHONPATH": SRC}
+    done = subprocess.run(
+        [sys.executable, "-c", script, settings.model_dump_json()],
+        capture_output=True, text=True, timeout=120, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+async def test_a_pad_is_placed_where_its_resources_are(
+    on_ray: ScratchpadManager, ray_cluster: RayCluster
+) -> None:
+    on_a = await on_ray.get_or_create("on-a", resources={"custom": {"node_a": 0.01}})
+    on_b = await on_ray.get_or_create("on-b", resources={"custom": {"node_b": 0.01}})
+    assert isinstance(on_a, RayRuntime) and isinstance(on_b, RayRuntime)
+    assert on_a.node == ray_cluster.node_a.node_id
+    assert on_b.node == ray_cluster.node_b.node_id
+    assert (await on_a.execute("6 * 7")).result == "42"
+    with pytest.raises(InvalidInputError, match="cpus must be a number >= 0"):
+        await on_ray.get_or_create("bad", resources={"cpus": -1})
+    with pytest.raises(InvalidInputError, match="unknown resource"):
+        await on_ray.get_or_create("bad", resources={"cores": 1})
+
+
+async def test_a_pads_memory_request_is_its_kernels_limit(on_ray: ScratchpadManager) -> None:
+    pad = await on_ray.get_or_create("sized", resources={"memory_mb": 300, "custom": {}})
+    cell = await pad.execute("x = bytearray(600 * 1024 * 1024)")
+    assert cell.status == "killed" and "300 MiB" in (cell.error or ""), cell.error
+
+
+async def test_a_second_driver_and_a_restarted_server_find_the_same_live_pad(
+    on_ray: ScratchpadManager, ray_settings: Settings
+) -> None:
+    pad = await on_ray.get_or_create("shared")
+    await pad.execute(f"x = 41\n{UNPICKLABLE}")
+    found = second_driver(
+        ray_settings,
+        """
+        pad = await manager.get_or_create("shared")
+        cell = await pad.execute("x + 1, type(held).__name__")
+        print(json.dumps({"result": cell.result}))
+        """,
+    )
+    assert found == {"result": "(42, 'lock')"}  # the same kernel: its lock was never saved
+    await on_ray.detach_all()  # this server goes away (as a kill would); the actor stays
+    again = ScratchpadManager(settings=ray_settings)
+    try:
+        pad = await again.get_or_create("shared")
+        assert (await pad.execute("type(held).__name__")).result == "'lock'"
+    finally:
+        await again.close_all()
+
+
+async def test_a_cell_is_followed_by_id_from_another_process(
+    on_ray: ScratchpadManager, ray_settings: Settings
+) -> None:
+    pad = await on_ray.get_or_create("detached")
+    handle = await pad.start_cell(
+        "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.5)"
+    )
+    seen = second_driver(
+        ray_settings,
+        f"""
+        pad = await manager.get_or_create("detached")
+        handle = await pad.cell({handle.id!r})
+        cell = await handle.wait(60)
+        print(json.dumps({{"status": cell.status, "stdout": cell.stdout}}))
+        """,
+    )
+    assert seen == {"status": "ok", "stdout": "tick 0\ntick 1\ntick 2\n"}
+    assert (await handle.wait(30)) is not None
+
+
+async def test_a_lost_node_kills_the_running_cell_and_the_pad_comes_back_elsewhere(
+    on_ray: ScratchpadManager, ray_cluster: RayCluster, wheel: Path
+) -> None:
+    doomed = ray_cluster.add_worker(doomed=1)
+    pad = await on_ray.get_or_create("mover", resources={"custom": {"doomed": 0.01}})
+    assert isinstance(pad, RayRuntime) and pad.node == doomed.node_id
+    await pad.install_packages([str(wheel)])
+    assert (await pad.execute("import sp_demo_pkg\nx = 41")).status == "ok"
+    running = asyncio.create_task(pad.execute("import time\ntime.sleep(120)"))
+    await wait_until_busy(pad)
+    await asyncio.to_thread(ray_cluster.remove_worker, doomed)
+    cell = await asyncio.wait_for(running, 90)
+    assert cell.status == "killed"
+    assert "node lost" in (cell.error or ""), cell.error
+    assert pad.closed
+    back = await on_ray.get_or_create("mover", resources={"custom": {"pad_node": 0.01}})
+    assert isinstance(back, RayRuntime) and back.node not in (None, doomed.node_id)
+    restored = await back.execute("import sp_demo_pkg\nx + 1, sp_demo_pkg.VERSION")
+    assert restored.result == "(42, '1.0')", (restored.error, restored.logs)
+    history = [cell.status for cell in await back.load_cells()]
+    assert "killed" in history  # the lost cell stays recorded as it ended
+
+
+def test_a_cluster_off_this_machine_is_refused_unless_trusted(settings: Settings) -> None:
+    for address in ("10.1.2.3:6379", "ray://ray-head.example:10001", "auto"):
+        off = settings.model_copy(update={"backend": "ray", "ray_address": address})
+        with pytest.raises(ConfigError, match="SCRATCHPAD_RAY_TRUST_NETWORK=1"):
+            ScratchpadManager(settings=off)
+    trusted = settings.model_copy(
+        update={"backend": "ray", "ray_address": "10.1.2.3:6379", "ray_trust_network": True}
+    )
+    ScratchpadManager(settings=trusted)  # made; it connects at a pad's first use only
+    for address in ("127.0.0.1:6379", "localhost:6379", "ray://[::1]:10001"):
+        ScratchpadManager(
+            settings=settings.model_copy(update={"backend": "ray", "ray_address": address})
+        )
