@@ -169,3 +169,27 @@ def test_a_cluster_off_this_machine_is_refused_unless_trusted(settings: Settings
         ScratchpadManager(
             settings=settings.model_copy(update={"backend": "ray", "ray_address": address})
         )
+
+
+async def test_vault_values_reach_the_kernel_and_never_come_back_unscrubbed(
+    ray_settings: Settings,
+) -> None:
+    from scratchpad.vault.store import Vault
+
+    secret = "s3cr3t-" + uuid.uuid4().hex
+    vault = Vault(ray_settings, keyring=None)
+    vault.save("postgres", "prod", {"password": secret}, secure_keys=["password"])
+    manager = ScratchpadManager(settings=ray_settings, vault=vault)
+    try:
+        pad = await manager.get_or_create("creds")
+        code = (
+            "import os\n"
+            "found = [k for k, v in os.environ.items() if v == " + repr(secret) + "]\n"
+            "print(found, os.environ[found[0]])"
+        )
+        cell = await pad.execute(code)
+        assert cell.status == "ok", cell.error
+        assert "DS_" in cell.stdout and secret not in cell.stdout  # given, then scrubbed
+        assert secret not in json.dumps([c.to_dict() for c in await pad.load_cells()])
+    finally:
+        await manager.close_all()
