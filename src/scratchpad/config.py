@@ -185,6 +185,9 @@ class Settings(BaseSettings):
     ray_trust_network: bool = Field(
         False, description="Allow a Ray cluster off this machine (its ports run anyone's code)."
     )
+    ray_allow_no_auth: bool = Field(
+        False, description="Allow a Ray cluster without token authentication (pads could use it)."
+    )
     ray_store: Path | None = Field(
         None, description="A directory every Ray node reaches, for the pads (default: the home)."
     )

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.process_helpers import default_sigint
-from tests.ray.conftest import NAMESPACE, RAY_MISSING, RayCluster
+from tests.ray.cluster import NAMESPACE, RAY_MISSING, RayCluster
 
 ray = pytest.importorskip("ray", reason=RAY_MISSING)
 

@@ -1,4 +1,4 @@
-"""The Ray backend on a real local cluster (tests/ray/conftest.py): placement, a pad found by a
+"""The Ray backend on a real local cluster (tests/ray/cluster.py): placement, a pad found by a
 second driver and by a restarted server, a lost node, a cell followed from another process,
 and the refused network address. The contract suite runs on it too (test_contract.py)."""
 
@@ -21,7 +21,7 @@ from scratchpad.errors import ConfigError, InvalidInputError
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.raypad import RayRuntime
 from tests.conftest import wait_until_busy
-from tests.ray.conftest import RAY_MISSING, RayCluster
+from tests.ray.cluster import RAY_MISSING, RayCluster
 
 ray = pytest.importorskip("ray", reason=RAY_MISSING)
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -193,3 +193,67 @@ async def test_vault_values_reach_the_kernel_and_never_come_back_unscrubbed(
         assert secret not in json.dumps([c.to_dict() for c in await pad.load_cells()])
     finally:
         await manager.close_all()
+
+
+async def test_what_the_server_relays_is_scrubbed_with_the_secrets_only_it_knows(
+    on_ray: ScratchpadManager,
+) -> None:
+    from scratchpad.scrub import register
+
+    halves = ("srv-only-", uuid.uuid4().hex)
+    register([("".join(halves), "SERVER_ONLY_KEY")])  # this process's scrubber, not the actor's
+    pad = await on_ray.get_or_create("relay")
+    code = f"print({halves[0]!r} + {halves[1]!r})"
+    items = [item async for item in pad.execute_streaming(code)]
+    shown = json.dumps([str(item) for item in items])
+    assert halves[1] not in shown and "SERVER_ONLY_KEY" in shown
+
+
+async def test_an_idle_pad_sleeps_without_an_actor_and_wakes_with_its_variables(
+    on_ray: ScratchpadManager, ray_settings: Settings
+) -> None:
+    import time
+
+    pad = await on_ray.get_or_create("napper")
+    await pad.execute("x = 41")
+    slept = await on_ray.sleep_idle(time.time() + ray_settings.sleep_after_s + 1)
+    assert slept == ["napper"]
+    backend = on_ray.backend
+    assert await backend.find("napper") is None  # type: ignore[attr-defined]
+    assert [(p.name, p.status) for p in await on_ray.list_pads()] == [("napper", "asleep")]
+    woken = await on_ray.get_or_create("napper")
+    assert (await woken.execute("x + 1")).result == "42"
+
+
+async def test_a_pad_cannot_reach_rays_sockets_or_its_token(
+    on_ray: ScratchpadManager,
+) -> None:
+    """Ray's sockets (raylet, object store) and token would let a cell act on the cluster
+    outside its sandbox: its view leaves them out."""
+    from ray._private import worker
+
+    temp = worker._global_node.get_temp_dir_path() if worker._global_node else "/tmp/ray"
+    pad = await on_ray.get_or_create("nosy")
+    code = (
+        "import os, glob\n"
+        f"found = glob.glob({temp!r} + '/session_*/sockets/*')\n"
+        "found += [p for p in [os.path.expanduser('~/.ray/auth_token')] if os.path.exists(p)]\n"
+        "found, 'RAY_AUTH_TOKEN' in os.environ"
+    )
+    cell = await pad.execute(code)
+    assert cell.result == "([], False)", (cell.result, cell.error)
+
+
+def test_a_cluster_without_token_authentication_is_refused(
+    ray_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scratchpad.runtime import raybackend
+
+    monkeypatch.setattr(raybackend, "token_auth", lambda ray: False)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **options: None)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    with pytest.raises(ConfigError, match="does not ask for a token"):
+        raybackend.connect(ray_settings)
+    allowed = ray_settings.model_copy(update={"ray_allow_no_auth": True})
+    raybackend.connect(allowed)  # the user said every pad may

@@ -16,7 +16,6 @@ from scratchpad.errors import InstallError, InvalidInputError, PadClosedError
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from tests.conftest import wait_until_busy
-from tests.ray.conftest import ray_cluster  # noqa: F401 - the ray backend's cluster
 from tests.server_helpers import running_server
 
 REMOTE_KEY = "contract-key"

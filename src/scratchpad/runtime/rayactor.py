@@ -16,6 +16,8 @@ process's memory only, for the kernel's environment.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -91,6 +93,7 @@ class PadActor:
             name, root=dir_in(store / "pads", name),
             cwd=workdir.pad_workdir(store, name) if cwd is None else Path(cwd),
             own_cwd=cwd is None, settings=self.settings, secret_env=lambda: dict(self._secrets),
+            guarded=ray_paths(),
         )  # fmt: skip
         self.watch = RelayWatch(name)
         self.pad.watch = self.watch
@@ -232,3 +235,18 @@ def store_settings(settings: Settings, store: Path) -> dict[str, Any]:
                 "backend": "local", "observations_db": None}
     )  # fmt: skip
     return kept.model_dump(mode="json")
+
+
+def ray_paths() -> tuple[Path, ...]:
+    """What of Ray's a pad must not reach: its session files (the raylet's and the object
+    store's sockets, ports, logs) and the cluster's token."""
+    import ray
+
+    paths = [Path.home() / ".ray"]
+    with contextlib.suppress(Exception):
+        node: Any = ray._private.worker._global_node
+        paths.append(Path(node.get_temp_dir_path()))
+    token = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if token:
+        paths.append(Path(token).parent)
+    return tuple(path for path in paths if path.exists() and path != Path("/"))

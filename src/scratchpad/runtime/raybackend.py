@@ -175,6 +175,23 @@ def connect(settings: Settings) -> None:
 
                 ray_constants.ENABLE_RAY_CLUSTER = False
             ray.init(address=settings.ray_address, namespace=settings.ray_namespace, **quiet)
+        if not settings.ray_allow_no_auth and not token_auth(ray):
+            ray.shutdown()
+            raise ConfigError(
+                "the Ray cluster does not ask for a token: any pad could connect to it and run "
+                "code outside its sandbox. Start the cluster with RAY_AUTH_MODE=token (and a "
+                "token: `ray get-auth-token --generate`), or set "
+                "SCRATCHPAD_RAY_ALLOW_NO_AUTH=1 if every pad may do that"
+            )
+
+
+def token_auth(ray: Any) -> bool:
+    """Whether this process's Ray connection uses token authentication."""
+    try:
+        from ray._private.authentication.authentication_utils import is_token_auth_enabled
+    except ImportError:  # a Ray that moved it: refuse rather than guess
+        return False
+    return bool(is_token_auth_enabled())
 
 
 class RayBackend(HomeBackend):

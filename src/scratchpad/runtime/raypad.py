@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scratchpad.errors import PadClosedError, PadError, ScratchpadError
+from scratchpad.errors import PadClosedError, PadError
 from scratchpad.runtime import venv, workdir
 from scratchpad.runtime.base import (
     CLOSED,
@@ -30,12 +30,21 @@ from scratchpad.runtime.base import (
     check_cell_id,
     check_execute_args,
 )
-from scratchpad.runtime.cell import Cell, StreamItem, new_cell_id
+from scratchpad.runtime.cell import (
+    Cell,
+    DisplayEvent,
+    OutputEvent,
+    ProgressEvent,
+    StreamItem,
+    new_cell_id,
+)
 from scratchpad.runtime.handle import CellHandle
 from scratchpad.runtime.history import CellHistory
 from scratchpad.runtime.journal import CellJournal
 from scratchpad.runtime.padinfo import HISTORY
+from scratchpad.runtime.rescrub import scrub_cell
 from scratchpad.runtime.watch import PadWatch
+from scratchpad.scrub import scrub_bundle, scrubber
 
 if TYPE_CHECKING:
     from scratchpad.runtime.raybackend import PadResources, RayBackend
@@ -97,7 +106,7 @@ class RayRuntime(ScratchpadRuntime):
 
     async def load_cells(self) -> list[Cell]:
         if self._actor is not None and not self._closed:
-            self.cells = await self._call(self._actor.cells.remote())
+            self.cells = [scrubbed(cell) for cell in await self._call(self._actor.cells.remote())]
         elif not self._loaded:
             history = CellHistory(self.root / HISTORY, self.settings.history_max_bytes)
             self.cells = await asyncio.to_thread(history.load)
@@ -238,6 +247,7 @@ class RayRuntime(ScratchpadRuntime):
         try:
             async for ref in stream:
                 for kind, value in await ref:
+                    value = scrubbed(value)
                     if kind == "item":
                         if isinstance(value, Cell):
                             ended = True
@@ -358,4 +368,18 @@ class RayRuntime(ScratchpadRuntime):
             ) from None
 
 
-__all__ = ["RayRuntime", "ScratchpadError"]
+def scrubbed(value: Any) -> Any:
+    """What an actor sent, scrubbed again here: the actor scrubs with what its process
+    knows (the pad's own credentials, the patterns); this server knows every secret."""
+    scrub = scrubber()
+    if isinstance(value, Cell):
+        scrub_cell(scrub, value)
+    elif isinstance(value, OutputEvent):
+        return OutputEvent(value.stream, scrub.scrub(value.text))
+    elif isinstance(value, ProgressEvent):
+        return ProgressEvent(scrub.scrub(value.message))
+    elif isinstance(value, DisplayEvent):
+        return DisplayEvent(scrub_bundle(value.data, scrub))
+    elif isinstance(value, list):
+        return [scrubbed(item) for item in value]
+    return value

@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-# Without this, a driver rewrites a 127.0.0.1 address to the host's outward IP (Ray's
-# "remotely reachable" rule) and never reaches a GCS that listens on loopback only. Set before
-# Ray reads its constants; children (second drivers started by tests) inherit it.
+# Set when the test session starts, before any module imports Ray (children, such as second
+# drivers, inherit them): without the first, a driver rewrites a 127.0.0.1 address to the
+# host's outward IP (Ray's "remotely reachable" rule) and never reaches a GCS that listens on
+# loopback only; the others make a cluster that asks for a token, as Scratchpad requires.
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
 
 RAY_MISSING = "the Ray backend's tests need Ray: pip install 'scratchpad[ray]'"
 LOOPBACK = "127.0.0.1"
