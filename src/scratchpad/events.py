@@ -412,12 +412,39 @@ class LimitsRequest(BaseModel):
     disk_mb: int | None = Field(None, ge=0, description="16 and up; 0: no disk limit")
 
 
+# A pad's placement on a Ray cluster (our extension): documented here, checked by the core
+# (runtime/raybackend.py check_resources) so that HTTP, MCP, the CLI and Python say the same.
+_AMOUNT: dict[str, Any] = {"type": "number", "minimum": 0}
+RESOURCES_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "cpus": {**_AMOUNT, "description": "CPUs the pad's actor holds (its CPU share)."},
+        "gpus": {**_AMOUNT, "description": "GPUs: the pad runs on a node that has them."},
+        "memory_mb": {**_AMOUNT, "description": "Memory in MiB, held and the pad's limit."},
+        "custom": {
+            "type": "object",
+            "additionalProperties": _AMOUNT,
+            "description": 'Custom Ray resources by name, e.g. {"gpu_node": 1}.',
+        },
+    },
+    "additionalProperties": False,
+}
+RESOURCES_RULE = (
+    "What the pad asks its Ray cluster for, from its next start on (a server started with "
+    "SCRATCHPAD_BACKEND=ray; any other answers 400); unset amounts take the server's "
+    "defaults. A bad one answers 400 saying what is wrong."
+)
+# Any JSON is taken and checked by the core: its refusal names the fault (a 400).
+Resources = Annotated[Any, Field(description=RESOURCES_RULE, json_schema_extra=RESOURCES_SCHEMA)]
+
+
 class StartRequest(PadRequest):
     coding_provider: str | None = None
     coding_model: str | None = None
     coding_api_key: str | None = None
     coding_base_url: str | None = None
     limits: LimitsRequest | None = None
+    resources: Resources = None
 
 
 class CancelRequest(PadRequest):

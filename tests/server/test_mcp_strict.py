@@ -1,6 +1,6 @@
 """An Agents-SDK-style strict client over ``/mcp`` of a real ``scratchpad serve``: it makes
 every property of a tool's schema required, so its model sends a value for each, the empty
-one (``""``, ``0``, ``[]``, ``false``) for "none"; the pad reads those as absent."""
+one (``""``, ``0``, ``[]``, ``false``, ``{}``) for "none"; the pad reads those as absent."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.server.test_mcp import texts
 from tests.server_helpers import running_server
 
 KEY = "mcp-strict-key"
-EMPTY = {"string": "", "number": 0, "integer": 0, "array": [], "boolean": False}
+EMPTY = {"string": "", "number": 0, "integer": 0, "array": [], "boolean": False, "object": {}}
 
 
 def strict_arguments(schema: dict[str, Any], **chosen: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from scratchpad.cli.commands import CONTEXT_SETTINGS, Command, Group, checked
 from scratchpad.cli.files import files_app
 from scratchpad.cli.obs import obs_app
 from scratchpad.cli.output import LiveCell, console, err_console, fail, print_json, print_text
+from scratchpad.cli.placement import CpusOpt, GpusOpt, MemoryOpt, ResourceOpt, asked_resources
 from scratchpad.cli.server_cmd import server_app
 from scratchpad.cli.vault import vault_app
 from scratchpad.config import Settings
@@ -105,14 +106,22 @@ def run(job: Callable[[ScratchpadManager], Awaitable[T]]) -> T:
     return bridge(runner())
 
 
-def on_server(pad: str | None, job: Callable[[RemoteRuntime], Awaitable[T]]) -> T:
-    """Run ``job`` on ``pad`` of the pad server; the pad keeps running afterwards."""
+def on_server(
+    pad: str | None,
+    job: Callable[[RemoteRuntime], Awaitable[T]],
+    resources: dict[str, object] | None = None,
+) -> T:
+    """Run ``job`` on ``pad`` of the pad server; the pad keeps running afterwards. With
+    ``resources``, the pad is started first, asking its server to place it by them."""
 
     async def runner() -> T:
         settings = await _on_server_settings()
         url, key = settings.remote_url or "", settings.remote_api_key or ""
         runtime = RemoteRuntime("main" if pad is None else pad, url=url, api_key=key)
         try:
+            if resources is not None:
+                runtime.resources = resources
+                await runtime.start()
             return await job(runtime)
         finally:
             await runtime.detach()
@@ -235,15 +244,20 @@ def exec_(
             "attach PAD ID' follows it, 'scratchpad cells PAD' lists it).",
         ),
     ] = False,
+    cpus: CpusOpt = None,
+    gpus: GpusOpt = None,
+    memory: MemoryOpt = None,
+    resource: ResourceOpt = None,
 ) -> None:
     """Run code in a pad (created on first use), streaming its output; Ctrl-C cancels it."""
     source = read_code(code, file)
+    resources = asked_resources(cpus, gpus, memory, resource)
     if detach:
         from scratchpad.cli.cells import exec_detached
 
         exec_detached(
             pad, source, description=description, estimate=estimate, timeout=timeout,
-            cell_id=id_, as_json=as_json, save_images=save_images,
+            cell_id=id_, as_json=as_json, save_images=save_images, resources=resources,
         )  # fmt: skip
         return
     if save_images is not None:
@@ -267,7 +281,7 @@ def exec_(
                 print_text(f"wrote {path}", err=as_json)  # stdout stays one JSON document
         return ok
 
-    if not on_server(pad, job):
+    if not on_server(pad, job, resources):
         raise typer.Exit(1)
 
 

@@ -61,9 +61,11 @@ def exec_detached(
     cell_id: str | None,
     as_json: bool,
     save_images: Path | None,
+    resources: dict[str, object] | None = None,
 ) -> None:
     """``exec --detach``: submit the cell, print its id (stdout: one line, for scripts) and
-    how to follow it (stderr), and return while it runs on."""
+    how to follow it (stderr), and return while it runs on (in a pad placed by
+    ``resources``, when given)."""
     if save_images is not None:
         fail("--save-images waits for the cell's end; run the cell without --detach to save them")
         raise typer.Exit(2)
@@ -77,7 +79,7 @@ def exec_detached(
             cell_id=cell_id,
         )
 
-    standing = on_server(pad, job)
+    standing = on_server(pad, job, resources)
     if as_json:
         print_json(standing)
         return

@@ -68,10 +68,13 @@ class PadBackend(ABC):
 
     def place(self, pad: ScratchpadRuntime, resources: Mapping[str, object]) -> None:
         """Ask for ``resources`` (cpus, gpus, memory, custom) where ``pad`` is placed next;
-        only a cluster backend places pads."""
+        only a cluster backend places pads (a malformed request is told as such first)."""
+        checked_resources(resources)
         raise InvalidInputError(
-            f"resources place a pad on a Ray cluster; this server runs pads with "
-            f"SCRATCHPAD_BACKEND={self.settings.backend} (use the pad's limits instead)"
+            "resources (cpus, gpus, memory_mb, custom) place a pad on a Ray cluster and need "
+            f"SCRATCHPAD_BACKEND=ray; these pads run with SCRATCHPAD_BACKEND="
+            f"{self.settings.backend}: leave resources out, or use a server started with "
+            "SCRATCHPAD_BACKEND=ray"
         )
 
     @abstractmethod
@@ -303,6 +306,15 @@ class RemoteBackend(PadBackend):
 
         return RemoteServer(self.url, self.api_key)
 
+    def place(self, pad: ScratchpadRuntime, resources: Mapping[str, object]) -> None:
+        """Kept on ``pad`` and sent with its next start: its server places it (a Ray-backed
+        one does; another refuses, and says so)."""
+        from scratchpad.runtime.remote import RemoteRuntime
+
+        checked_resources(resources)
+        if isinstance(pad, RemoteRuntime):
+            pad.resources = dict(resources)
+
     def exists(self, name: str) -> bool:
         return False  # nothing of its pads is here: ask with has()
 
@@ -335,6 +347,13 @@ class RemoteBackend(PadBackend):
             return await transient.cancel(cell_id)
         finally:
             await transient.detach()
+
+
+def checked_resources(resources: object) -> None:
+    """InvalidInputError for a malformed resource request, whatever backend would place it."""
+    from scratchpad.runtime.raybackend import PadResources, check_resources
+
+    check_resources(resources, PadResources())
 
 
 class FactoryBackend(LocalBackend):

@@ -112,6 +112,8 @@ class RemoteRuntime(ScratchpadRuntime):
         self._destroyed = False
         self._cancels: set[asyncio.Task[None]] = set()
         self._following: set[asyncio.Task[None]] = set()  # cells handles follow
+        # What the pad asks its server's cluster for, sent with each start (None: nothing)
+        self.resources: dict[str, object] | None = None
 
     @property
     def busy(self) -> bool:
@@ -124,7 +126,10 @@ class RemoteRuntime(ScratchpadRuntime):
     async def start(self) -> None:
         if self._destroyed:
             raise PadClosedError(f"pad {self.name!r} was removed; create it again to use it")
-        await self._post("/scratchpad/start", {"name": self.name})
+        body: dict[str, Any] = {"name": self.name}
+        if self.resources is not None:  # only then: servers before resources never see it
+            body["resources"] = self.resources
+        await self._post("/scratchpad/start", body)
         self._closed = False
 
     async def configure_llm(self, llm: PadLLM) -> None:

@@ -227,7 +227,7 @@ def _protocol_routes(app: FastAPI, manager: ScratchpadManager) -> None:
     @app.post("/scratchpad/start", **answers(Ok, 400, 422, 503))
     async def start(body: StartRequest) -> dict[str, Any]:
         limits = None if body.limits is None else body.limits.model_dump()
-        pad = await manager.get_or_create(body.name, limits=limits)
+        pad = await manager.get_or_create(body.name, limits=limits, resources=body.resources)
         llm = PadLLM(
             provider=body.coding_provider or "",
             model=body.coding_model or "",

@@ -84,12 +84,12 @@ def as_outcome(result: object) -> ToolOutcome:
 
 def given(tool_input: dict[str, Any]) -> dict[str, Any]:
     """The fields a call really gave. Strict-schema clients must send every field and send
-    ``""``, ``0`` or ``[]`` for "none" (a name for list, a timeout of 0): a tool whose fields
-    mean nothing at those values reads them as absent. ``false`` stays (a real answer)."""
+    ``""``, ``0``, ``[]`` or ``{}`` for "none" (a name for list, a timeout of 0): a tool whose
+    fields mean nothing at those values reads them as absent. ``false`` stays (a real answer)."""
     return {key: value for key, value in tool_input.items() if not _none(value)}
 
 
 def _none(value: object) -> bool:
     if value is None or isinstance(value, bool):
         return value is None
-    return value in ("", 0, [])
+    return value in ("", 0, [], {})

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from scratchpad.errors import InvalidInputError, PadNotFoundError, ScratchpadError
+from scratchpad.events import RESOURCES_SCHEMA
 from scratchpad.padnames import MAX_NAME_CHARS, validate_pad_name
 from scratchpad.runtime.accepts import submit
 from scratchpad.runtime.base import CellRequest, ScratchpadRuntime, check_cell_id
@@ -81,6 +82,13 @@ TIMEOUT_HELP = (
     "hung."
 )
 
+RESOURCES_HELP = (
+    "exec, start: what the pad asks its Ray cluster for when it starts (servers run with "
+    'SCRATCHPAD_BACKEND=ray only; others refuse it), e.g. {"cpus": 2, "memory_mb": 4096} '
+    'or {"gpus": 1}; a running pad keeps its place until it starts again. Leave it out '
+    "otherwise."
+)
+
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -125,6 +133,7 @@ INPUT_SCHEMA: dict[str, Any] = {
             "maxLength": MAX_NAME_CHARS,
             "description": "fork: the new pad's name (it must not exist).",
         },
+        "resources": {**RESOURCES_SCHEMA, "description": RESOURCES_HELP},
         "confirm_new_scratchpad": {
             "type": "boolean",
             "description": "Set true to start a second pad name in this session on purpose.",
@@ -262,8 +271,9 @@ def _asked(
 async def _prepared(
     context: ToolSessionContext, name: str, tool_input: dict[str, Any]
 ) -> ScratchpadRuntime:
-    """The pad, started, with the asked ``packages`` installed."""
-    pad = await context.manager.get_or_create(name)
+    """The pad, started (placed as ``resources`` asks), with the asked ``packages``
+    installed."""
+    pad = await context.manager.get_or_create(name, resources=tool_input.get("resources"))
     if name not in context.pads_used:
         context.pads_used.append(name)
     packages = tool_input.get("packages") or []
