@@ -67,8 +67,12 @@ class PadBackend(ABC):
         return None
 
     def place(self, pad: ScratchpadRuntime, resources: Mapping[str, object]) -> None:
-        """Ask for ``resources`` (cpus, gpus, memory, custom) where ``pad`` is placed next;
-        only a cluster backend places pads (a malformed request is told as such first)."""
+        """Ask for ``resources`` (cpus, gpus, memory, custom) where ``pad`` is placed next."""
+        self.check_placement(resources)
+
+    def check_placement(self, resources: Mapping[str, object]) -> None:
+        """InvalidInputError unless ``resources`` can place this backend's pads: only a
+        cluster backend places pads (a malformed request is told as such first)."""
         checked_resources(resources)
         raise InvalidInputError(
             "resources (cpus, gpus, memory_mb, custom) place a pad on a Ray cluster and need "
@@ -311,9 +315,12 @@ class RemoteBackend(PadBackend):
         one does; another refuses, and says so)."""
         from scratchpad.runtime.remote import RemoteRuntime
 
-        checked_resources(resources)
+        self.check_placement(resources)
         if isinstance(pad, RemoteRuntime):
             pad.resources = dict(resources)
+
+    def check_placement(self, resources: Mapping[str, object]) -> None:
+        checked_resources(resources)
 
     def exists(self, name: str) -> bool:
         return False  # nothing of its pads is here: ask with has()

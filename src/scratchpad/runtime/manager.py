@@ -137,7 +137,10 @@ class ScratchpadManager:
         self._handed[name] = time.time()  # a pad just given out does not fall asleep
         pad = self._pads.get(name)
         if resources is not None:
-            self.backend.place(pad or self._asleep.get(name) or self.backend.build(name), resources)
+            self.backend.check_placement(resources)  # checked before any start
+            if (held := pad or self._asleep.get(name)) is not None:
+                self.backend.place(held, resources)  # its next placement (a running one keeps
+                # where it runs until it is closed, falls asleep or loses its node)
         if pad is not None and not pad.closed:
             self._set_limits(pad, limits)
             return pad

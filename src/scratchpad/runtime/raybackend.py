@@ -218,8 +218,12 @@ class RayBackend(HomeBackend):
     def place(self, pad: ScratchpadRuntime, resources: Mapping[str, object]) -> None:
         from scratchpad.runtime.raypad import RayRuntime
 
+        checked = check_resources(resources, self.default_resources)
         if isinstance(pad, RayRuntime):
-            pad.resources = check_resources(resources, self.default_resources)
+            pad.resources = checked
+
+    def check_placement(self, resources: Mapping[str, object]) -> None:
+        check_resources(resources, self.default_resources)
 
     def set_limits(self, pad: ScratchpadRuntime, limits: Mapping[str, object]) -> None:
         from scratchpad.runtime.raypad import RayRuntime
