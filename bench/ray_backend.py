@@ -39,7 +39,8 @@ MIB = 1024 * 1024
 GIB = 1024 * MIB
 LOOPBACK = "127.0.0.1"
 NODE = "bench_node"  # the worker node's custom resource: Ray pads and bare actors go there
-PLACED = {"custom": {NODE: 0.01}}
+PLACED = {"custom": {NODE: 0.01}}  # a pad's resources
+ON_NODE: dict[str, Any] = {"resources": {NODE: 0.01}, "num_cpus": 0}  # a bare actor's
 PRINT_MIB = "print('x' * (1024 * 1024 - 1))"
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -115,6 +116,21 @@ def actor_process(kernel_pid: int) -> int:
     raise RuntimeError(f"kernel {kernel_pid} has no Ray worker among its ancestors")
 
 
+def raylet_of(resource: str) -> int:
+    """The raylet of the node that has custom resource ``resource``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if argv[0].endswith(b"/raylet") and any(
+                arg.startswith(b"--static_resource_list=") and f"{resource},".encode() in arg
+                for arg in argv
+            ):
+                return int(entry.name)
+    raise RuntimeError(f"no raylet has resource {resource!r}")
+
+
 def mem_total() -> int:
     for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemTotal:"):
@@ -160,6 +176,9 @@ class Bare:
 
     async def ping(self) -> int:
         return 1
+
+    def pid(self) -> int:
+        return os.getpid()
 
     async def stream(self, count: int, chars: int = 0) -> AsyncIterator[tuple[str, Any]]:
         for index in range(count):
@@ -229,6 +248,20 @@ async def new_pads(manager: ScratchpadManager, prefix: str, count: int, **placed
         samples.append(time.perf_counter() - start)
         assert cell.result == "2", cell.error
         await manager.close(name)
+    return median(samples)
+
+
+async def new_actors(count: int) -> float:
+    """The floor under a new Ray pad: a new bare actor on the same node, to its first call."""
+    import ray
+
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        actor: Any = ray.remote(Bare).options(**ON_NODE).remote()
+        await actor.ping.remote()
+        samples.append(time.perf_counter() - start)
+        ray.kill(actor)
     return median(samples)
 
 
@@ -362,6 +395,10 @@ async def memory(plan: Plan, pads: Pads, out: dict[str, Any]) -> None:
     await asyncio.sleep(1.0)  # idle: the reset kernels settled
     used = {"local": await local_tree("bench"), "ray": await ray_processes("bench")}
     out["used"] = {key: (rss(pids), proportional(pids)) for key, pids in used.items()}
+    # the worker node's own processes (raylet, its agents, idle workers): not the pads'
+    theirs = {*used["ray"], await pads.bare.pid.remote()}
+    node = [pid for pid in tree(raylet_of(NODE)) if pid not in theirs]
+    out["node"] = (rss(node), proportional(node))
 
 
 async def measure(plan: Plan, home: Path, address: str) -> dict[str, Any]:
@@ -381,8 +418,7 @@ async def measure(plan: Plan, home: Path, address: str) -> dict[str, Any]:
         start = time.perf_counter()
         ray_pad = await remote.get_or_create("bench", resources=PLACED)
         out["first_ray"] = time.perf_counter() - start  # joins the cluster, makes the actor
-        on_node = {"resources": {NODE: 0.01}, "num_cpus": 0}
-        bare: Any = ray.remote(Bare).options(**on_node).remote()
+        bare: Any = ray.remote(Bare).options(**ON_NODE).remote()
         try:
             await bare.ping.remote()
             pads = Pads(
@@ -398,6 +434,7 @@ async def measure(plan: Plan, home: Path, address: str) -> dict[str, Any]:
             out["new"] = {
                 "local": await new_pads(local, "new", plan.new_pads),
                 "ray": await new_pads(remote, "new", plan.new_pads, resources=PLACED),
+                "actor": await new_actors(plan.new_pads),
             }
             await memory(plan, pads, out)
         finally:
@@ -453,6 +490,8 @@ def report(plan: Plan, out: dict[str, Any], quick: bool) -> None:
             mib(many_pads["ray"][index]),
             mib(many_pads["local"][index]),
         )
+    row("a Ray node's own processes (raylet, agents): RSS", mib(out["node"][0]))
+    row("a Ray node's own processes (raylet, agents): PSS", mib(out["node"][1]))
     gib = f"{total / GIB:.0f} GiB"
     row(f"pads per node of {gib}: RAM / a new pad's RSS", *fit(total, one, 0))
     row(f"pads per node of {gib}: RAM / PSS per pad of {count}", *fit(total, many_pads, 1))
@@ -494,6 +533,11 @@ def breakdown(plan: Plan, out: dict[str, Any]) -> None:
     line("the pad actor's execute stream, read directly (no relay)", mib_times["raw"])
     line("Ray pad (as in the table)", mib_times["ray"])
     line("local pad (as in the table)", mib_times["local"])
+    new = out["new"]
+    print(f"Where a new Ray pad's time goes (medians of {plan.new_pads})")
+    line("new bare Ray actor (same node) → its first call", new["actor"])
+    line("new local pad → first result", new["local"])
+    line("new Ray pad → first result (as in the table)", new["ray"])
 
 
 def mib(value: int) -> str:
