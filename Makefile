@@ -54,6 +54,7 @@ bench: setup
 	$(BIN)/python bench/scrub.py
 	$(BIN)/python bench/confinement.py
 	$(BIN)/python bench/sleep.py
+	$(BIN)/python bench/ray_backend.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
