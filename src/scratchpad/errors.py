@@ -26,6 +26,7 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   └── ObservationNotFoundError  unknown id, expired, or another turn's observation
     ├── PadError                 a pad's machinery failed
     │   ├── PadClosedError       the pad was closed or cleaned up and cannot run cells
+    │   │   └── PadAsleepError   a Ray pad's actor went to sleep: its caller makes a new one
     │   ├── VenvError            the pad's virtualenv could not be created or repaired
     │   ├── KernelStartError     the kernel process did not come up
     │   ├── SandboxError         the pad cannot be sandboxed and SCRATCHPAD_SANDBOX=require
@@ -175,6 +176,11 @@ class PadError(ScratchpadError):
 
 class PadClosedError(PadError):
     """The pad was closed or cleaned up and cannot run cells."""
+
+
+class PadAsleepError(PadClosedError):
+    """A Ray pad's actor fell asleep and is leaving: what was asked never reached the pad
+    (the server makes the actor again and asks it there)."""
 
 
 class VenvError(PadError):

@@ -10,6 +10,7 @@ on 127.0.0.1; the dashboard is off and object stores are small, so three nodes f
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -126,3 +127,14 @@ def ray_cluster() -> Iterator[RayCluster]:
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def end_pads(namespace: str) -> None:
+    """Kill every pad actor of ``namespace`` (a stopping manager leaves them running: the
+    cluster holds them), so tests do not pile them up on the session's cluster."""
+    import ray
+
+    for entry in ray.util.list_named_actors(all_namespaces=True):
+        if entry.get("namespace") == namespace:
+            with contextlib.suppress(Exception):
+                ray.kill(ray.get_actor(entry["name"], namespace=namespace), no_restart=True)

@@ -21,7 +21,7 @@ from scratchpad.errors import ConfigError, InvalidInputError
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.raypad import RayRuntime
 from tests.conftest import wait_until_busy
-from tests.ray.cluster import RAY_MISSING, RayCluster
+from tests.ray.cluster import RAY_MISSING, RayCluster, end_pads
 
 ray = pytest.importorskip("ray", reason=RAY_MISSING)
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -42,6 +42,7 @@ async def on_ray(ray_settings: Settings) -> AsyncIterator[ScratchpadManager]:
     manager = ScratchpadManager(settings=ray_settings)
     yield manager
     await manager.close_all()
+    end_pads(ray_settings.ray_namespace)
 
 
 def second_driver(settings: Settings, code: str) -> dict[str, object]:
@@ -257,3 +258,41 @@ def test_a_cluster_without_token_authentication_is_refused(
         raybackend.connect(ray_settings)
     allowed = ray_settings.model_copy(update={"ray_allow_no_auth": True})
     raybackend.connect(allowed)  # the user said every pad may
+
+
+async def test_a_stopping_server_leaves_its_pads_to_the_cluster_and_a_new_one_lists_them_live(
+    on_ray: ScratchpadManager, ray_settings: Settings
+) -> None:
+    pad = await on_ray.get_or_create("kept")
+    await pad.execute(UNPICKLABLE)
+    await on_ray.close_all(reason="the server stopped")
+    assert await on_ray.backend.find("kept") is not None  # type: ignore[attr-defined]
+    again = ScratchpadManager(settings=ray_settings)
+    try:
+        assert [(p.name, p.status) for p in await again.list_pads()] == [("kept", "idle")]
+        pad = await again.get_or_create("kept")
+        assert (await pad.execute("type(held).__name__")).result == "'lock'"
+    finally:
+        await again.close_all()
+
+
+async def test_an_idle_pads_actor_sleeps_by_itself_and_its_holder_wakes_it(
+    ray_settings: Settings,
+) -> None:
+    """No server needs to run for a pad to sleep: its actor goes when idle; a runtime that
+    still holds it makes a new one at its next use (what it sent never ran twice)."""
+    napping = ray_settings.model_copy(update={"sleep_after_s": 1.0})
+    manager = ScratchpadManager(settings=napping)
+    try:
+        pad = await manager.get_or_create("dozer")
+        await pad.execute("x = 41")
+        backend = manager.backend
+        async with asyncio.timeout(30):
+            while await backend.find("dozer") is not None:  # type: ignore[attr-defined]  # noqa: ASYNC110
+                await asyncio.sleep(0.2)
+        assert (await pad.execute("x + 1")).result == "42"
+        numbers = [cell.number for cell in await pad.load_cells()]
+        assert numbers == [1, 2]
+    finally:
+        await manager.close_all()
+        end_pads(napping.ray_namespace)

@@ -16,6 +16,7 @@ from scratchpad.errors import InstallError, InvalidInputError, PadClosedError
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from tests.conftest import wait_until_busy
+from tests.ray.cluster import end_pads
 from tests.server_helpers import running_server
 
 REMOTE_KEY = "contract-key"
@@ -50,6 +51,7 @@ async def backend(
             yield on_ray
         finally:
             await on_ray.close_all()
+            end_pads(ray_settings.ray_namespace)
         return
     home = tmp_path / "server-home"  # bound, as the local manager is: its home is in there
     with running_server(home, tmp_path, REMOTE_KEY, workspace=workspace) as (url, _):

@@ -137,6 +137,11 @@ class PadBackend(ABC):
         only the pad's own runtime could (the cancel is kept for its start)."""
         return None
 
+    async def let_go(self, pad: ScratchpadRuntime, reason: str) -> None:
+        """What becomes of a running pad when its manager stops (a server's shutdown): its
+        kernel, which this process owns, is closed saying ``reason``."""
+        await pad.close(reason=reason)
+
     async def close(self) -> None:
         """Let go of what the backend holds (connections); pads are closed by the manager."""
         return None

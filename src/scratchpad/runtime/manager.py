@@ -403,8 +403,9 @@ class ScratchpadManager:
         _log_failures("detaching", pads, results)
 
     async def close_all(self, *, reason: str = CLOSED) -> None:
-        """Stop every kernel (environments are kept); running cells end saying ``reason``.
-        Safe to call twice."""
+        """Stop every kernel this process owns (environments are kept); running cells end
+        saying ``reason``; a Ray pad's actor stays, for the next server (it sleeps by itself
+        when idle). Safe to call twice."""
         sleeper, self._sleeper = self._sleeper, None
         if sleeper is not None:
             sleeper.cancel()
@@ -416,7 +417,7 @@ class ScratchpadManager:
         pads = [*self._pads.values(), *self._asleep.values()]  # held asleep: closed too
         self._pads.clear()
         self._asleep.clear()
-        closing = (pad.close(reason=reason) for pad in pads)
+        closing = (self.backend.let_go(pad, reason) for pad in pads)
         results = await asyncio.gather(*closing, return_exceptions=True)
         _log_failures("closing", pads, results)
         self.watches.close_all()  # their last status said so; the feeds end

@@ -17,29 +17,42 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from scratchpad.config import Settings
+from scratchpad.errors import PadAsleepError
 from scratchpad.padnames import dir_in
 from scratchpad.runtime import handle as handles
 from scratchpad.runtime import workdir
 from scratchpad.runtime.base import PadLLM
-from scratchpad.runtime.cell import Cell, StreamItem
+from scratchpad.runtime.cell import Cell
 from scratchpad.runtime.limits import PadLimits
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.watch import PadWatch
 from scratchpad.scrub import register
 
+log = logging.getLogger(__name__)
 Tap = Callable[[tuple[str, Any]], None]
 BATCH_EVENTS = 256  # events sent in one message, at most
+SLEEP_CHECK_MAX_S = 60.0  # an actor looks at its pad at least this often
+LEAVE_AFTER_S = 0.2  # an actor that fell asleep answers its caller, then goes
+
+
+def as_it_begins(cell: Cell) -> Cell:
+    """A copy of ``cell`` as it stands before it runs (the cell itself fills up before Ray
+    sends the event on: its output must not travel twice)."""
+    return replace(cell, stdout="", stderr="", outputs=[], outputs_at=[], result_data={})
 
 
 class RelayWatch(PadWatch):
-    """The actor's pad watch; it also hands each event of a cell to that cell's caller."""
+    """The actor's pad watch; it also hands each event of a cell to that cell's caller (the
+    output it sees is what the caller gets as items: the caller's watch sees those)."""
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -52,19 +65,11 @@ class RelayWatch(PadWatch):
 
     def queued(self, cell: Cell) -> None:
         super().queued(cell)
-        self._tap(cell.id, ("queued", cell))
+        self._tap(cell.id, ("queued", as_it_begins(cell)))
 
     def started(self, cell: Cell) -> None:
         super().started(cell)
-        self._tap(cell.id, ("started", cell))
-
-    def seen(self, items: list[StreamItem]) -> list[StreamItem]:
-        running = self.running
-        if running is not None:
-            shown = [item for item in items if not isinstance(item, Cell)]
-            if shown:
-                self._tap(running.cell.id, ("seen", shown))
-        return super().seen(items)
+        self._tap(cell.id, ("started", as_it_begins(cell)))
 
     def recorded(self, cell: Cell) -> None:
         super().recorded(cell)
@@ -100,14 +105,37 @@ class PadActor:
         if limits:
             self.pad.set_limits(PadLimits.from_settings(self.settings).changed(limits))
         self._cells: set[asyncio.Task[None]] = set()
+        self._sleeper: asyncio.Task[None] | None = None
+        self._leaving = False  # asleep: the actor goes; nothing more reaches the pad
 
     # -- lifecycle --------------------------------------------------------------------------
     async def start(self, secrets: dict[str, str]) -> dict[str, Any]:
         """Start the kernel (restoring the pad's variables from its checkpoint) with the
         pad's vault variables; how the pad stands."""
         self._learn(secrets)
+        self._check_staying()
         await self.pad.start()
+        after = self.settings.sleep_after_s
+        if after > 0 and self._sleeper is None:
+            self._sleeper = asyncio.get_running_loop().create_task(self._sleep_when_idle(after))
         return self.state()
+
+    async def _sleep_when_idle(self, after: float) -> None:
+        """The actor's own sleeper: an idle pad sleeps (its kernel saves everything and
+        stops) and the actor goes, freeing its node, whether or not a server runs."""
+        every = min(SLEEP_CHECK_MAX_S, after / 4)
+        while not self._leaving:
+            await asyncio.sleep(every)
+            try:
+                await self.sleep_if_idle(time.time())
+            except Exception:  # trouble sleeping: try again later, never die of it
+                log.exception("pad %r could not go to sleep", self.pad.name)
+
+    def _check_staying(self) -> None:
+        if self._leaving:
+            raise PadAsleepError(
+                f"pad {self.pad.name!r} fell asleep and its actor is leaving; ask again"
+            )
 
     def state(self) -> dict[str, Any]:
         """How the pad stands: for the server's listing and its status events."""
@@ -136,12 +164,29 @@ class PadActor:
         await self.pad.cleanup()
 
     async def reset(self) -> None:
+        self._check_staying()
         await self.pad.reset()
 
     async def sleep_if_idle(self, now: float) -> bool:
-        return await self.pad.sleep_if_idle(now)
+        """Put the pad to sleep when it has been idle long enough (see LocalRuntime) and
+        nothing follows one of its cells; then the actor goes. Whether it went to sleep."""
+        if self._leaving:
+            return True
+        if self.watch.attached or not await self.pad.sleep_if_idle(now):
+            return False
+        if self.pad.busy or self.pad.queued:  # a cell came while it saved: that woke it
+            return False
+        self._leaving = True  # from here on nothing reaches the pad (PadAsleepError)
+        asyncio.get_running_loop().call_later(LEAVE_AFTER_S, self._leave)
+        return True
+
+    def _leave(self) -> None:
+        import ray
+
+        ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
 
     async def revert(self) -> int:
+        self._check_staying()
         return await self.pad.revert()
 
     async def fork_into(self, target: str) -> None:
@@ -154,6 +199,7 @@ class PadActor:
         await self.pad.fork_into(copy)
 
     async def install(self, packages: list[str]) -> str:
+        self._check_staying()
         return await self.pad.install_packages(packages)
 
     async def configure_llm(self, llm: PadLLM) -> None:
@@ -178,10 +224,12 @@ class PadActor:
         self, code: str, cell_id: str, options: dict[str, Any]
     ) -> AsyncIterator[list[tuple[str, Any]]]:
         """Run a cell: ``("gen", n)`` first, then in order ``("queued"|"started"|"recorded"
-        |"gone", cell)``, ``("seen", items)`` and the caller's ``("item", item)``s, in lists
-        of what came at once. The cell runs to its end whether or not the caller stays (at
-        most once: never again)."""
+        |"gone", cell)`` and the caller's ``("item", item)``s, in lists of what came at once;
+        the recorded cell comes once (as the item, ``("same", id)``). The cell runs to its
+        end whether or not the caller stays (at most once: never again)."""
+        self._check_staying()
         events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        events.put_nowait(("gen", self.pad.generation))
         self.watch.taps[cell_id] = events.put_nowait
 
         async def drive() -> None:
@@ -198,11 +246,12 @@ class PadActor:
         task = asyncio.get_running_loop().create_task(drive())
         self._cells.add(task)
         task.add_done_callback(self._cells.discard)
-        yield [("gen", self.pad.generation)]
+        recorded: set[str] = set()
         while True:  # what is there at once goes in one message (a Ray message costs ~0.5 ms)
             batch = [await events.get()]
             while not events.empty() and len(batch) < BATCH_EVENTS:
                 batch.append(events.get_nowait())
+            batch = [once(event, recorded) for event in batch]
             ended = next((i for i, (kind, _) in enumerate(batch) if kind in ("end", "error")), None)
             if ended is None:
                 yield batch
@@ -219,8 +268,12 @@ class PadActor:
         its record; a ``resync`` frame where the journal moved on): for a caller in another
         process, which cannot be handed a stream this actor already gives someone else."""
         cell = await handles.find(self.pad, cell_id)
-        async for frame in cell.events(after):
-            yield frame
+        self.watch.journals.attached += 1  # someone follows: the pad stays awake
+        try:
+            async for frame in cell.events(after):
+                yield frame
+        finally:
+            self.watch.journals.attached -= 1
 
     async def peek(self, cell_id: str) -> Any:
         """How cell ``cell_id`` stands (see CellHandle.peek)."""
@@ -250,3 +303,13 @@ def ray_paths() -> tuple[Path, ...]:
     if token:
         paths.append(Path(token).parent)
     return tuple(path for path in paths if path.exists() and path != Path("/"))
+
+
+def once(event: tuple[str, Any], recorded: set[str]) -> tuple[str, Any]:
+    """``event``, or a reference to the recorded cell it repeats (sent once)."""
+    kind, value = event
+    if kind == "recorded":
+        recorded.add(value.id)
+    elif kind == "item" and isinstance(value, Cell) and value.id in recorded:
+        return "same", value.id
+    return event

@@ -21,7 +21,7 @@ import logging
 import re
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,8 +29,9 @@ from urllib.parse import urlsplit
 from scratchpad.config import Settings
 from scratchpad.errors import ConfigError, InvalidInputError, PadError, ScratchpadError
 from scratchpad.padnames import dir_name
-from scratchpad.runtime.backends import HomeBackend, Secrets
+from scratchpad.runtime.backends import HomeBackend, Running, Secrets
 from scratchpad.runtime.base import ScratchpadRuntime
+from scratchpad.runtime.padinfo import PadInfo
 
 log = logging.getLogger(__name__)
 ACTOR_PREFIX = "scratchpad-pad-"
@@ -236,6 +237,46 @@ class RayBackend(HomeBackend):
 
         return isinstance(pad, RayRuntime) and await pad.update_secrets(env())
 
+    async def let_go(self, pad: ScratchpadRuntime, reason: str) -> None:
+        """A stopping server leaves Ray pads running: the cluster holds them (a second
+        server may be using them), and each sleeps by itself when idle."""
+        await pad.detach()
+
+    async def list_pads(self, running: Running, closed: set[str]) -> list[PadInfo]:
+        """The store's pads; those whose actor runs on the cluster but not for this server
+        (another server's, or one before a restart) as their actor says they are."""
+        listed = await super().list_pads(running, closed)
+        held = {pad.name for pad, _ in running}
+        live = await self._live_names()
+        return [
+            info if info.name in held or info.name not in live else await self._as_live(info)
+            for info in listed
+        ]
+
+    async def _live_names(self) -> set[str]:
+        """Names of the pads whose actor is alive in this namespace."""
+        await asyncio.to_thread(connect, self.settings)
+        ray = ray_module()
+        named = await asyncio.to_thread(ray.util.list_named_actors, all_namespaces=True)
+        prefix, namespace = ACTOR_PREFIX, self.settings.ray_namespace
+        dirs = {
+            entry["name"][len(prefix) :]
+            for entry in named
+            if entry.get("namespace") == namespace and entry["name"].startswith(prefix)
+        }
+        return {name for name in self.names_on_disk() if dir_name(name) in dirs}
+
+    async def _as_live(self, info: PadInfo) -> PadInfo:
+        actor = await self.find(info.name)
+        if actor is None:
+            return info
+        try:
+            state = await actor.state.remote()
+        except Exception:  # gone meanwhile: as the store says
+            return info
+        status = "stopped" if state.get("closed") else "busy" if state.get("busy") else "idle"
+        return replace(info, status=status, queued=int(state.get("queued") or 0))
+
     # -- actors -----------------------------------------------------------------------------
     def cwd_of(self, name: str) -> str | None:
         """The bound workspace (every pad's), or None: the pad's own in the store."""
@@ -311,6 +352,12 @@ class RayBackend(HomeBackend):
         if isinstance(exc, exceptions.ActorUnavailableError):
             return "its actor could not be reached"
         return None
+
+    def died(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says the actor is dead (for whatever reason)."""
+        from ray import exceptions
+
+        return isinstance(exc, exceptions.ActorDiedError)
 
     def stop_stream(self, stream: Any) -> None:
         """Let go of a cell's stream nobody reads (its cell runs on in the actor)."""

@@ -15,13 +15,14 @@ never sent twice (``max_task_retries=0``, no retry here).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scratchpad.errors import PadClosedError, PadError
+from scratchpad.errors import PadAsleepError, PadClosedError, PadError
 from scratchpad.runtime import venv, workdir
 from scratchpad.runtime.base import (
     CLOSED,
@@ -42,6 +43,7 @@ from scratchpad.runtime.handle import CellHandle
 from scratchpad.runtime.history import CellHistory
 from scratchpad.runtime.journal import CellJournal
 from scratchpad.runtime.padinfo import HISTORY
+from scratchpad.runtime.padstate import read_state
 from scratchpad.runtime.rescrub import scrub_cell
 from scratchpad.runtime.watch import PadWatch
 from scratchpad.scrub import scrub_bundle, scrubber
@@ -50,6 +52,8 @@ if TYPE_CHECKING:
     from scratchpad.runtime.raybackend import PadResources, RayBackend
 
 log = logging.getLogger(__name__)
+WAKE_TRIES = 20  # an actor found as it leaves is waited for this many times
+WAKE_PAUSE_S = 0.25
 NODE_LOST = (
     "The pad's node was lost ({cause}): its kernel went with it, and this cell's output and "
     "variables with them. The pad comes back on a live node at its next use, with its "
@@ -106,8 +110,12 @@ class RayRuntime(ScratchpadRuntime):
 
     async def load_cells(self) -> list[Cell]:
         if self._actor is not None and not self._closed:
-            self.cells = [scrubbed(cell) for cell in await self._call(self._actor.cells.remote())]
-        elif not self._loaded:
+            with contextlib.suppress(PadAsleepError):  # else: from the store, below
+                cells = await self._call(self._actor.cells.remote())
+                self.cells = [scrubbed(cell) for cell in cells]
+                self._loaded = True
+                return self.cells
+        if not self._loaded or self._actor is None:
             history = CellHistory(self.root / HISTORY, self.settings.history_max_bytes)
             self.cells = await asyncio.to_thread(history.load)
         self._loaded = True
@@ -120,8 +128,16 @@ class RayRuntime(ScratchpadRuntime):
         if self._removed:
             raise PadClosedError(f"pad {self.name!r} was removed; create it again to use it")
         woke = self._asleep
-        actor = await self.backend.actor(self.name, self.resources, self.limits)
-        state = await self._call(actor.start.remote(self.backend.secrets(self.name)))
+        for _ in range(WAKE_TRIES):
+            actor = await self.backend.actor(self.name, self.resources, self.limits)
+            try:
+                state = await self._call(actor.start.remote(self.backend.secrets(self.name)))
+                break
+            except PadAsleepError:  # found as it leaves: once it is gone, a new one
+                await self.backend.kill(actor)
+                await asyncio.sleep(WAKE_PAUSE_S)
+        else:
+            raise PadError(f"pad {self.name!r}: its actor kept leaving as it was started")
         self._actor, self._closed, self._asleep = actor, False, False
         self._stand(state)
         await self.load_cells()
@@ -168,7 +184,7 @@ class RayRuntime(ScratchpadRuntime):
         self.watch.status(self, "removed")
 
     async def reset(self) -> None:
-        await self._call(self._live().reset.remote())
+        await self._ask("reset")
         self.cells = []
 
     async def sleep_if_idle(self, now: float) -> bool:
@@ -176,15 +192,19 @@ class RayRuntime(ScratchpadRuntime):
         actor goes; its next use makes a new one that restores from the store."""
         if self._actor is None or self._closed or self.watch.watched or self.watch.attached:
             return False
-        if not await self._call(self._actor.sleep_if_idle.remote(now)):
-            return False
-        actor, self._actor, self._closed, self._asleep = self._actor, None, True, True
+        actor = self._actor
+        try:
+            if not await self._call(actor.sleep_if_idle.remote(now)):
+                return False
+        except PadAsleepError:
+            pass  # it went to sleep by itself
+        self._actor, self._closed, self._asleep = None, True, True
         await self.backend.kill(actor)
         self.watch.status(self, "asleep")
         return True
 
     async def revert(self) -> int:
-        number: int = await self._call(self._live().revert.remote())
+        number: int = await self._ask("revert")
         return number
 
     async def fork_into(self, target: ScratchpadRuntime) -> None:
@@ -192,19 +212,22 @@ class RayRuntime(ScratchpadRuntime):
             raise PadError(f"pad {self.name!r} runs on Ray: it can only be forked into a Ray pad")
         if self._actor is None or self._closed:
             await self.start()  # the source's actor takes the copy, in its turn
-        await self._call(self._live().fork_into.remote(target.name))
+        await self._ask("fork_into", target.name)
 
     async def install_packages(self, packages: list[str]) -> str:
-        output: str = await self._call(self._live().install.remote(list(packages)))
+        output: str = await self._ask("install", list(packages))
         return output
 
     async def configure_llm(self, llm: PadLLM) -> None:
-        await self._call(self._live().configure_llm.remote(llm))
+        await self._ask("configure_llm", llm)
 
     async def update_secrets(self, env: dict[str, str]) -> bool:
         if self._actor is None or self._closed:
             return False  # the next start gives them
-        changed: bool = await self._call(self._actor.update_secrets.remote(env))
+        try:
+            changed: bool = await self._call(self._actor.update_secrets.remote(env))
+        except PadAsleepError:
+            return False  # the next start gives them
         return changed
 
     def set_limits(self, limits: Mapping[str, object]) -> None:
@@ -216,7 +239,10 @@ class RayRuntime(ScratchpadRuntime):
     async def cancel(self, cell_id: str | None = None) -> bool:
         if self._actor is None or self._closed:
             return False
-        cancelled: bool = await self._call(self._actor.cancel.remote(cell_id))
+        try:
+            cancelled: bool = await self._call(self._actor.cancel.remote(cell_id))
+        except PadAsleepError:
+            return False  # asleep: nothing runs
         return cancelled
 
     # -- cells ------------------------------------------------------------------------------
@@ -233,42 +259,54 @@ class RayRuntime(ScratchpadRuntime):
         request = check_execute_args(
             code, description, estimated_seconds, estimated_time, cell_id, timeout_s
         )
-        if self._asleep:
-            await self.start()  # a holder of a pad that fell asleep wakes it
-        actor = self._live()
         cell_id = request.cell_id or new_cell_id()
         options = {
             "description": request.description, "estimated_time": request.estimated_time,
             "estimated_seconds": request.estimated_seconds, "timeout_s": request.timeout_s,
         }  # fmt: skip
         started: Cell | None = None
-        stream = actor.execute.remote(request.code, cell_id, options)
-        ended = False
-        try:
-            async for ref in stream:
-                for kind, value in await ref:
-                    value = scrubbed(value)
-                    if kind == "item":
-                        if isinstance(value, Cell):
-                            ended = True
-                            self._remember(value)
-                        yield value
-                    elif kind == "started":
-                        started = value
-                        self.watch.started(value)
-                    else:
-                        self._relay(kind, value)
-            ended = True
-        except Exception as exc:
-            lost = await self.backend.lost(exc, actor)
-            if lost is None:
+        recorded: dict[str, Cell] = {}
+        for again in (False, True):
+            actor = await self._awake()
+            stream = actor.execute.remote(request.code, cell_id, options)
+            heard = ended = False
+            try:
+                async for ref in stream:
+                    batch = await ref
+                    heard = True
+                    for kind, value in batch:
+                        value = scrubbed(value)
+                        if kind == "same":
+                            kind, value = "item", recorded[value]
+                        if kind == "item":
+                            if isinstance(value, Cell):
+                                ended = True
+                                self._remember(value)
+                            else:
+                                self.watch.seen([value])
+                            yield value
+                        elif kind == "recorded":
+                            recorded[value.id] = value
+                            self.watch.recorded(value)
+                        elif kind == "started":
+                            started = value
+                            self.watch.started(value)
+                        else:
+                            self._relay(kind, value)
                 ended = True
-                raise self.backend.unwrapped(exc, self.name) from None
-            ended = True
-            yield await self._killed(request.code, request.description, cell_id, started, lost)
-        finally:
-            if not ended:  # the caller went away: the cell runs on, nobody reads its stream
-                self.backend.stop_stream(stream)
+                return
+            except Exception as exc:
+                ended = True
+                if not heard and not again and await self._slept(exc):
+                    continue  # it never reached the pad: asked again of a new actor
+                lost = await self.backend.lost(exc, actor)
+                if lost is None:
+                    raise self.backend.unwrapped(exc, self.name) from None
+                yield await self._killed(request.code, request.description, cell_id, started, lost)
+                return
+            finally:
+                if not ended:  # the caller went away: the cell runs on, nobody reads its stream
+                    self.backend.stop_stream(stream)
 
     async def cell(self, cell_id: str) -> CellHandle:
         """A handle on cell ``cell_id``: from this server's journal when it ran the cell,
@@ -308,10 +346,6 @@ class RayRuntime(ScratchpadRuntime):
                 self.watch.status(self)
         elif kind == "queued":
             self.watch.queued(value)
-        elif kind == "seen":
-            self.watch.seen(value)
-        elif kind == "recorded":
-            self.watch.recorded(value)
         elif kind == "gone":
             self.watch.gone(value)
 
@@ -344,13 +378,47 @@ class RayRuntime(ScratchpadRuntime):
         return running.started_at if running is not None and running.cell.id == cell.id else None
 
     # -- Ray calls --------------------------------------------------------------------------
-    def _live(self) -> Any:
-        if self._actor is None or self._closed:
+    async def _awake(self) -> Any:
+        """The pad's actor: made again when it fell asleep (by itself, or put to sleep);
+        PadClosedError for a pad closed or removed on purpose."""
+        if self._removed or (self._closed and not self._asleep):
             raise PadClosedError(
                 f"pad {self.name!r} is closed (or its node was lost); get it again from the "
                 "manager to start it"
             )
+        if self._actor is None:
+            await self.start()  # a holder of a pad that fell asleep wakes it
         return self._actor
+
+    async def _ask(self, method: str, *args: Any) -> Any:
+        """Call the actor's ``method``; an actor that fell asleep meanwhile is made again and
+        asked there (what was asked never reached its pad)."""
+        for again in (False, True):
+            actor = await self._awake()
+            try:
+                return await getattr(actor, method).remote(*args)
+            except Exception as exc:
+                if not again and await self._slept(exc):
+                    continue
+                lost = await self.backend.lost(exc, actor)
+                if lost is None:
+                    raise self.backend.unwrapped(exc, self.name) from None
+                self._actor, self._closed = None, True
+                raise PadError(
+                    f"pad {self.name!r}: its node was lost ({lost}); use it again to start "
+                    "it on a live node"
+                ) from None
+        raise AssertionError("unreachable")
+
+    async def _slept(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says the actor fell asleep and went before the call reached its
+        pad (then this runtime is asleep: its next call makes a new actor)."""
+        asleep = isinstance(self.backend.unwrapped(exc, self.name), PadAsleepError)
+        if not asleep and self.backend.died(exc):  # gone: it went to sleep, or was lost
+            asleep = (await asyncio.to_thread(read_state, self.root)).asleep_since is not None
+        if asleep:
+            self._actor, self._asleep = None, True
+        return asleep
 
     async def _call(self, ref: Any) -> Any:
         """Await one actor call; the actor's own errors come back as they were raised, a
@@ -358,6 +426,8 @@ class RayRuntime(ScratchpadRuntime):
         try:
             return await ref
         except Exception as exc:
+            if await self._slept(exc):
+                raise PadAsleepError(f"pad {self.name!r} fell asleep") from None
             lost = await self.backend.lost(exc, self._actor)
             if lost is None:
                 raise self.backend.unwrapped(exc, self.name) from None
