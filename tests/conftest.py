@@ -16,7 +16,7 @@ from scratchpad.config import Settings
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.scrub import scrubber
-from tests.ray.cluster import ray_cluster  # noqa: F401 - one Ray cluster per session, for all
+from tests.ray import cluster  # noqa: F401 - Ray's settings, before any test module imports Ray
 
 PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
 

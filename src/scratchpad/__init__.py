@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from scratchpad.errors import ModelNotConfiguredError as ModelNotConfiguredError
     from scratchpad.errors import ObservationError as ObservationError
     from scratchpad.errors import ObservationNotFoundError as ObservationNotFoundError
+    from scratchpad.errors import PadAsleepError as PadAsleepError
     from scratchpad.errors import PadBusyError as PadBusyError
     from scratchpad.errors import PadClosedError as PadClosedError
     from scratchpad.errors import PadError as PadError

@@ -3,7 +3,8 @@
 Ray is imported lazily, so that without it the tests skip (each module starts with
 ``ray = pytest.importorskip("ray", reason=RAY_MISSING)``) instead of failing to collect.
 
-One cluster per test session (per xdist worker): a head and two worker nodes, each told apart by
+One cluster for the tests of ``tests/ray`` (per xdist worker; gone once they ran, so it takes
+nothing from the rest of the suite): a head and two worker nodes, each told apart by
 a custom resource so a test can pin an actor to a node and see where it ran. Everything listens
 on 127.0.0.1; the dashboard is off and object stores are small, so three nodes fit a laptop.
 """
@@ -100,7 +101,7 @@ def connect(address: str) -> None:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_cluster() -> Iterator[RayCluster]:
     """Head + two workers on 127.0.0.1, this process connected as a driver; all shut down at
     the end, also when starting fails half way. Skips, saying what to install, without Ray."""

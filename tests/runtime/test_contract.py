@@ -1,5 +1,6 @@
-"""The runtime contract, written once and run against every backend: the local runtime, and
-the remote runtime talking to a real ``scratchpad serve`` on a loopback port."""
+"""The runtime contract, written once and run against every backend: the local runtime, the
+remote runtime talking to a real ``scratchpad serve`` on a loopback port, and (from
+tests/ray/test_contract_on_ray.py) pads held by actors of a real local Ray cluster."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from tests.server_helpers import running_server
 REMOTE_KEY = "contract-key"
 
 
-@pytest.fixture(params=["local", "remote", "ray"])
+@pytest.fixture(params=["local", "remote"])  # and "ray": tests/ray/test_contract_on_ray.py
 def runtime_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
