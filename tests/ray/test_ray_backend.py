@@ -296,3 +296,20 @@ async def test_an_idle_pads_actor_sleeps_by_itself_and_its_holder_wakes_it(
     finally:
         await manager.close_all()
         end_pads(napping.ray_namespace)
+
+
+async def test_a_secret_learnt_later_is_scrubbed_from_a_running_pads_stored_cells(
+    on_ray: ScratchpadManager,
+) -> None:
+    from scratchpad.scrub import register
+
+    secret = "later-" + uuid.uuid4().hex
+    pad = await on_ray.get_or_create("printed")
+    assert secret in (await pad.execute(f"print({secret!r})")).stdout  # not yet a secret
+    await pad.execute("1 + 1")
+    register([(secret, "LATER_KEY")])  # then saved as one (the server's scrubber learns it)
+    await on_ray.rescrub()
+    assert isinstance(pad, RayRuntime)
+    assert secret not in (pad.root / "history.jsonl").read_text()
+    assert all(secret not in cell.stdout for cell in await pad.load_cells())
+    assert (await pad.execute("2 + 2")).result == "4"  # and the pad goes on

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from scratchpad.errors import InstallError, ScratchpadError
@@ -24,7 +25,7 @@ from scratchpad.runtime.cellrun import Caps, CellRun
 from scratchpad.runtime.history import CellHistory, fold, unrecorded
 from scratchpad.runtime.kernelslot import KernelSlot
 from scratchpad.runtime.limits import LimitGuard
-from scratchpad.runtime.rescrub import rescrub_history, scrub_cell
+from scratchpad.runtime.rescrub import scrub_cell
 from scratchpad.runtime.timeouts import Timeouts, compute_timeouts
 from scratchpad.scrub import scrub, scrubber
 from scratchpad.text import cut_middle
@@ -328,13 +329,14 @@ class CellFlow:
                 await asyncio.to_thread(self._history.rewrite, self.cells)
         self._pad.watch.recorded(cell)
 
-    async def rescrub(self) -> tuple[int, bool]:
-        """See :meth:`ScratchpadRuntime.rescrub`."""
-        scrub = scrubber()
+    async def rescrub(self, change: Callable[[Cell], bool] | None = None) -> tuple[int, bool]:
+        """See :meth:`ScratchpadRuntime.rescrub`; ``change`` (default: scrub with this
+        process's scrubber) is applied to each cell in memory and in the history file."""
+        change = change or partial(scrub_cell, scrubber())
         async with self._rewriting:  # not while a fold writes cells from before
             cells = self._cells if self._loaded else []
-            changed = sum(scrub_cell(scrub, cell) for cell in list(cells))
+            changed = sum(change(cell) for cell in list(cells))
             try:
-                return changed, await asyncio.to_thread(rescrub_history, self._history, scrub)
+                return changed, await asyncio.to_thread(self._history.rescrub, change)
             except FileNotFoundError:
                 return changed, False

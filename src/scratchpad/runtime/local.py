@@ -379,8 +379,10 @@ class LocalRuntime(ScratchpadRuntime):
             cell_id=cell_id,
         )
 
-    async def rescrub(self) -> tuple[int, bool]:
-        return await self._flow.rescrub()
+    async def rescrub(self, change: Callable[[Cell], bool] | None = None) -> tuple[int, bool]:
+        """See ScratchpadRuntime.rescrub; ``change`` (default: this process's scrubber) is
+        what is done to each cell (the Ray backend's actor takes the server's scrubbed ones)."""
+        return await self._flow.rescrub(change)
 
     # -- packages ---------------------------------------------------------------------------
     async def install_packages(self, packages: list[str]) -> str:

@@ -31,7 +31,7 @@ from scratchpad.padnames import dir_in
 from scratchpad.runtime import handle as handles
 from scratchpad.runtime import workdir
 from scratchpad.runtime.base import PadLLM
-from scratchpad.runtime.cell import Cell
+from scratchpad.runtime.cell import CELL_FIELDS, Cell
 from scratchpad.runtime.limits import PadLimits
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.watch import PadWatch
@@ -212,6 +212,21 @@ class PadActor:
 
     def set_limits(self, limits: dict[str, Any]) -> None:
         self.pad.set_limits(self.pad.limits.changed(limits))
+
+    async def rescrub(self, scrubbed: list[Cell]) -> tuple[int, bool]:
+        """Take the server's scrubbed copies of cells (it knows secrets this process does
+        not; what it sends holds none) in memory and in the history, by id."""
+        by_id = {cell.id: cell for cell in scrubbed}
+
+        def adopt(cell: Cell) -> bool:
+            new = by_id.get(cell.id)
+            if new is None or new == cell:
+                return False
+            for name in CELL_FIELDS:
+                setattr(cell, name, getattr(new, name))
+            return True
+
+        return await self.pad.rescrub(adopt)
 
     async def cells(self) -> list[Cell]:
         return list(await self.pad.load_cells())

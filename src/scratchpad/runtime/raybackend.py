@@ -154,6 +154,14 @@ def ray_module() -> Any:
     return ray
 
 
+class _NoSignalNote(logging.Filter):
+    """Ray says it set no SIGTERM handler when joined from a thread: as it should not (the
+    server's own shutdown handles the signal); the note is dropped, nothing else."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "SIGTERM handler is not set" not in record.getMessage()
+
+
 def connect(settings: Settings) -> None:
     """Join the cluster once per process (blocking): the one SCRATCHPAD_RAY_ADDRESS names,
     else a Ray of this machine started on the loopback interface."""
@@ -161,6 +169,7 @@ def connect(settings: Settings) -> None:
     with _connecting:
         if ray.is_initialized():
             return
+        logging.getLogger("ray._private.worker").addFilter(_NoSignalNote())
         quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
         if settings.ray_address is None:  # "local": never an existing cluster by accident
             ray.init(

@@ -44,7 +44,7 @@ from scratchpad.runtime.history import CellHistory
 from scratchpad.runtime.journal import CellJournal
 from scratchpad.runtime.padinfo import HISTORY
 from scratchpad.runtime.padstate import read_state
-from scratchpad.runtime.rescrub import scrub_cell
+from scratchpad.runtime.rescrub import rescrub_history, scrub_cell
 from scratchpad.runtime.watch import PadWatch
 from scratchpad.scrub import scrub_bundle, scrubber
 
@@ -182,6 +182,26 @@ class RayRuntime(ScratchpadRuntime):
             await workdir.remove(self.cwd)
         await venv.remove(self.root)
         self.watch.status(self, "removed")
+
+    async def rescrub(self) -> tuple[int, bool]:
+        """Scrub the pad's cells again with this server's scrubber (a secret was added):
+        those held here in place; the history in the store through the actor, which owns
+        it while it runs, given the scrubbed copies of the cells that changed (secrets
+        never travel: only what no longer holds them). Without an actor, the file here."""
+        scrub = scrubber()
+        changed = sum(scrub_cell(scrub, cell) for cell in self.cells)
+        history = CellHistory(self.root / HISTORY, self.settings.history_max_bytes)
+        if self._actor is None:
+            return changed, await asyncio.to_thread(rescrub_history, history, scrub)
+        stored = await asyncio.to_thread(history.load)
+        fixed = [cell for cell in stored if scrub_cell(scrub, cell)]
+        if not fixed:
+            return changed, False
+        try:
+            _, rewritten = await self._call(self._actor.rescrub.remote(fixed))
+        except PadAsleepError:  # it went meanwhile: nobody writes the file now
+            return changed, await asyncio.to_thread(rescrub_history, history, scrub)
+        return changed, bool(rewritten)
 
     async def reset(self) -> None:
         await self._ask("reset")
