@@ -313,3 +313,41 @@ async def test_a_secret_learnt_later_is_scrubbed_from_a_running_pads_stored_cell
     assert secret not in (pad.root / "history.jsonl").read_text()
     assert all(secret not in cell.stdout for cell in await pad.load_cells())
     assert (await pad.execute("2 + 2")).result == "4"  # and the pad goes on
+
+
+async def test_a_server_on_ray_answers_every_http_door_as_a_local_one(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """`scratchpad serve` with SCRATCHPAD_BACKEND=ray: the remote-backend protocol (placement
+    included), the pad list, a detached cell and its numbered events, all over loopback."""
+    import httpx
+
+    from tests.server_helpers import running_server
+
+    namespace = f"t-{uuid.uuid4().hex[:12]}"
+    env = {
+        "SCRATCHPAD_BACKEND": "ray", "SCRATCHPAD_RAY_ADDRESS": ray_cluster.address,
+        "SCRATCHPAD_RAY_NAMESPACE": namespace, "PYTHONPATH": SRC,
+    }  # fmt: skip
+    headers = {"authorization": "Bearer ray-key"}
+    try:
+        with running_server(tmp_path / "home", tmp_path, "ray-key", env) as (url, _):
+            async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as client:
+                placed = {"name": "web", "resources": {"custom": {"node_b": 0.01}}}
+                assert (await client.post("/scratchpad/start", json=placed)).json() == {"ok": True}
+                body = {"name": "web", "code": "x = 41\nprint('hi')\nx + 1", "stream_output": True}
+                answer = await client.post("/scratchpad/execute-stream", json=body)
+                frames = [json.loads(part.removeprefix("data: "))
+                          for part in answer.text.strip().split("\n\n")]  # fmt: skip
+                assert frames[-1]["type"] == "cell" and frames[-1]["cell"]["result"] == "42"
+                assert {"type": "output", "stream": "stdout", "text": "hi\n"} in frames
+                listed = (await client.get("/v1/pads")).json()
+                assert [(p["name"], p["status"]) for p in listed["pads"]] == [("web", "idle")]
+                submitted = await client.post("/v1/pads/web/cells", json={"code": "x * 2"})
+                assert submitted.status_code == 202
+                cell_id = submitted.json()["id"]
+                events = await client.get(f"/v1/pads/web/cells/{cell_id}/events")
+                last = json.loads(events.text.strip().split("\n\n")[-1].split("data: ", 1)[1])
+                assert last["type"] == "cell" and last["cell"]["result"] == "82"
+    finally:
+        end_pads(namespace)
