@@ -153,6 +153,7 @@ async def test_a_lost_node_kills_the_running_cell_and_the_pad_comes_back_elsewhe
     assert isinstance(back, RayRuntime) and back.node not in (None, doomed.node_id)
     restored = await back.execute("import sp_demo_pkg\nx + 1, sp_demo_pkg.VERSION")
     assert restored.result == "(42, '1.0')", (restored.error, restored.logs)
+    assert "It restored the variables saved after cell" in restored.logs  # the report
     history = [cell.status for cell in await back.load_cells()]
     assert "killed" in history  # the lost cell stays recorded as it ended
 
@@ -351,3 +352,11 @@ async def test_a_server_on_ray_answers_every_http_door_as_a_local_one(
                 assert last["type"] == "cell" and last["cell"]["result"] == "82"
     finally:
         end_pads(namespace)
+
+
+def test_without_ray_the_ray_backend_says_what_to_install(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails, as where it is missing
+    with pytest.raises(ConfigError, match=r"pip install 'scratchpad\[ray\]'"):
+        ScratchpadManager(settings=settings.model_copy(update={"backend": "ray"}))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import logging
 import re
@@ -299,8 +300,6 @@ class RayBackend(HomeBackend):
         ``resources``, whose kernel limits match them (``limits`` over those)."""
         await asyncio.to_thread(connect, self.settings)
         ray = ray_module()
-        from scratchpad.runtime.rayactor import PadActor
-
         options = {
             "name": self.actor_name(name), "namespace": self.settings.ray_namespace,
             "lifetime": "detached", "get_if_exists": True,
@@ -310,7 +309,7 @@ class RayBackend(HomeBackend):
             **resources.options(),
         }  # fmt: skip
         kernel_limits = {**resources.limits(), **limits}
-        actor_class = ray.remote(PadActor)
+        actor_class = _actor_class(ray)
         return await asyncio.to_thread(
             lambda: actor_class.options(**options).remote(
                 name, self._actor_settings, kernel_limits, self.cwd_of(name)
@@ -385,6 +384,14 @@ class RayBackend(HomeBackend):
         if isinstance(exc, ScratchpadError):
             return exc
         return PadError(f"pad {name!r}: the Ray cluster failed: {exc}")
+
+
+@functools.cache
+def _actor_class(ray: Any) -> Any:
+    """The pads' actor class, made once per process (Ray exports it to the cluster once)."""
+    from scratchpad.runtime.rayactor import PadActor
+
+    return ray.remote(PadActor)
 
 
 def _node_of(text: str) -> str:
