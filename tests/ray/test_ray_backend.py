@@ -350,6 +350,24 @@ async def test_a_server_on_ray_answers_every_http_door_as_a_local_one(
                 events = await client.get(f"/v1/pads/web/cells/{cell_id}/events")
                 last = json.loads(events.text.strip().split("\n\n")[-1].split("data: ", 1)[1])
                 assert last["type"] == "cell" and last["cell"]["result"] == "82"
+                slow = (
+                    "import time\nfor i in range(4):\n    print(i, flush=True)\n    time.sleep(0.5)"
+                )
+                cell_id = (await client.post("/v1/pads/web/cells", json={"code": slow})).json()[
+                    "id"
+                ]
+                store = {**env, "SCRATCHPAD_RAY_STORE": str(tmp_path / "home")}  # the first's
+                with running_server(tmp_path / "home2", tmp_path, "ray-key", store) as (other, _):
+                    async with httpx.AsyncClient(
+                        base_url=other, headers=headers, timeout=60
+                    ) as second:  # another server of the same cluster follows the cell live
+                        events = await second.get(f"/v1/pads/web/cells/{cell_id}/events")
+        frames = [
+            json.loads(part.split("data: ", 1)[1]) for part in events.text.strip().split("\n\n")
+        ]
+        printed = "".join(frame.get("text", "") for frame in frames if frame["type"] == "output")
+        assert printed == "0\n1\n2\n3\n"
+        assert frames[-1]["type"] == "cell" and frames[-1]["cell"]["status"] == "ok"
     finally:
         end_pads(namespace)
 

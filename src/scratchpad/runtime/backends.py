@@ -132,6 +132,12 @@ class PadBackend(ABC):
 
         return describe_credentials(vault())
 
+    async def follow(self, pad: Callable[[], ScratchpadRuntime], cell_id: str) -> None:
+        """Bring into the manager's journal of a pad (``pad()``: its runtime) a cell that
+        another process runs, where the backend can (a Ray pad's actor replays its own);
+        nothing here."""
+        return None
+
     async def cancel_unheld(self, name: str, cell_id: str | None) -> bool | None:
         """Cancel a cell of pad ``name`` that this manager holds no runtime for; None when
         only the pad's own runtime could (the cancel is kept for its start)."""
@@ -352,6 +358,12 @@ class RemoteBackend(PadBackend):
         from scratchpad.runtime.remote_http import credentials_description
 
         return credentials_description(self.url, self.api_key)
+
+    async def follow(self, pad: Callable[[], ScratchpadRuntime], cell_id: str) -> None:
+        """Bring into the manager's journal of a pad (``pad()``: its runtime) a cell that
+        another process runs, where the backend can (a Ray pad's actor replays its own);
+        nothing here."""
+        return None
 
     async def cancel_unheld(self, name: str, cell_id: str | None) -> bool | None:
         transient = self.build(name)  # a pad of the server this manager does not hold

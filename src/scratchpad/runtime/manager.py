@@ -255,7 +255,14 @@ class ScratchpadManager:
             return pad
         if not self.exists(name):
             raise PadNotFoundError(f"no pad named {name!r}; create it by running a cell in it")
-        return self.backend.build(name)
+        return self._build(name)
+
+    async def follow(self, name: str, cell_id: str) -> None:
+        """Bring a cell of pad ``name`` that another process runs into this manager's watch
+        (its journal), where the backend can (a Ray pad's actor); nothing otherwise."""
+        if self.watch(name).journals.get(cell_id) is None:
+            with contextlib.suppress(PadNotFoundError):
+                await self.backend.follow(lambda: self.peek(name), cell_id)
 
     def exists(self, name: str) -> bool:
         """Whether pad ``name`` runs or has an environment under the home."""

@@ -21,7 +21,7 @@ import ipaddress
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -251,6 +251,13 @@ class RayBackend(HomeBackend):
         """A stopping server leaves Ray pads running: the cluster holds them (a second
         server may be using them), and each sleeps by itself when idle."""
         await pad.detach()
+
+    async def follow(self, pad: Callable[[], ScratchpadRuntime], cell_id: str) -> None:
+        from scratchpad.runtime.raypad import RayRuntime
+
+        runtime = pad()
+        if isinstance(runtime, RayRuntime):
+            await runtime.follow(cell_id)
 
     async def list_pads(self, running: Running, closed: set[str]) -> list[PadInfo]:
         """The store's pads; those whose actor runs on the cluster but not for this server

@@ -41,7 +41,6 @@ from scratchpad.runtime.cell import (
 )
 from scratchpad.runtime.handle import CellHandle
 from scratchpad.runtime.history import CellHistory
-from scratchpad.runtime.journal import CellJournal
 from scratchpad.runtime.padinfo import HISTORY
 from scratchpad.runtime.padstate import read_state
 from scratchpad.runtime.rescrub import rescrub_history, scrub_cell
@@ -329,34 +328,46 @@ class RayRuntime(ScratchpadRuntime):
                     self.backend.stop_stream(stream)
 
     async def cell(self, cell_id: str) -> CellHandle:
-        """A handle on cell ``cell_id``: from this server's journal when it ran the cell,
-        else from the actor's journal (a cell another process started), followed here."""
-        cell_id = str(check_cell_id(cell_id))
-        if self.watch.journals.get(cell_id) is not None or self._actor is None or self._closed:
-            return await super().cell(cell_id)
-        journal = CellJournal(cell_id, self.generation)
-        stream = self._actor.follow.remote(cell_id, 0)
-        frames = stream.__aiter__()
+        """A handle on cell ``cell_id``: from this server's journal, into which a cell that
+        another process started is followed from the actor's first (:meth:`follow`)."""
+        await self.follow(str(check_cell_id(cell_id)))
+        return await super().cell(cell_id)
+
+    async def follow(self, cell_id: str) -> None:
+        """Follow cell ``cell_id`` of the pad's live actor (this server's or another's) into
+        this server's journal of it, when this server has none: the actor replays its own
+        journal, then goes on live. Nothing when no actor runs or it has no such cell."""
+        if self.watch.journals.get(cell_id) is not None:
+            return
+        actor = self._actor if not self._closed else None
+        actor = actor or await self.backend.find(self.name)
+        if actor is None:
+            return
+        frames = actor.follow.remote(cell_id, 0).__aiter__()
         try:
             first = await (await frames.__anext__())
         except StopAsyncIteration:
-            return await super().cell(cell_id)
-        except Exception as exc:
-            raise self.backend.unwrapped(exc, self.name) from None
+            return
+        except Exception:  # no such cell there, or the actor went: the history tells
+            return
+        if self.watch.journals.get(cell_id) is not None:
+            return  # found meanwhile (it started here)
+        journal = self.watch.journals.open(cell_id)
+        journal.gen, journal.ran = first.gen, True
         journal.append(first.event, first.size, first.gen)
 
-        async def follow() -> None:
+        async def more() -> None:
             try:
                 async for ref in frames:
                     frame = await ref
                     journal.append(frame.event, frame.size, frame.gen)
-            except Exception as exc:  # the actor went: the handle says so as it stands
+            except Exception as exc:  # the actor went: the journal stays as it was told
                 log.info("following cell %s of pad %r ended: %r", cell_id, self.name, exc)
 
-        task = asyncio.get_running_loop().create_task(follow())
-        self._following.add(task)
-        task.add_done_callback(self._following.discard)
-        return CellHandle(self, cell_id, journal)
+        if journal.terminal is None:
+            task = asyncio.get_running_loop().create_task(more())
+            self._following.add(task)
+            task.add_done_callback(self._following.discard)
 
     def _relay(self, kind: str, value: Any) -> None:
         """Replay one event of the actor's watch into this server's watch."""

@@ -145,6 +145,7 @@ def cells_routes(manager: ScratchpadManager) -> APIRouter:
         check_cell_id(cell_id)
         seq = _resume_point(cell_id, after, last_event_id)
         watch = manager.watch(name)
+        await manager.follow(name, cell_id)  # one another server runs (a Ray pad's actor)
         journal = watch.journals.get(cell_id)
         standing = None
         if journal is None:  # no journal (finished long ago, or before a restart): the cell
@@ -169,6 +170,7 @@ def cells_routes(manager: ScratchpadManager) -> APIRouter:
         """The cell once it ended, else (after `timeout`, at most 30 s) how it stands."""
         name = segment_name(name)
         check_cell_id(cell_id)
+        await manager.follow(name, cell_id)
         journal = manager.watch(name).journals.get(cell_id)
         if journal is not None and journal.terminal is None:
             with contextlib.suppress(TimeoutError):
@@ -228,6 +230,7 @@ async def _standing(manager: ScratchpadManager, name: str, cell_id: str) -> Stan
     """Cell ``cell_id`` of pad ``name`` as it stands (404 when the pad has no such cell)."""
     check_cell_id(cell_id)
     watch = manager.watch(name)
+    await manager.follow(name, cell_id)
     now = as_it_stands(watch, cell_id, watch.journals.get(cell_id))
     if now is not None:
         return now
