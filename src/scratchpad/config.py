@@ -6,6 +6,7 @@ environment. Tests build their own instance with small limits.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -307,3 +308,13 @@ class Settings(BaseSettings):
     def with_home(self, home: Path) -> Settings:
         """A copy whose home directory is ``home`` (used when a workspace is bound)."""
         return self.model_copy(update={"home": home})
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

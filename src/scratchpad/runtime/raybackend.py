@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import ipaddress
 import logging
 import re
 import threading
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from scratchpad.config import Settings
+from scratchpad.config import Settings, is_loopback_host
 from scratchpad.errors import ConfigError, InvalidInputError, PadError, ScratchpadError
 from scratchpad.padnames import dir_name
 from scratchpad.runtime.backends import HomeBackend, Running, Secrets
@@ -136,13 +135,9 @@ def refuse_remote_address(settings: Settings) -> None:
 
 def is_loopback(address: str) -> bool:
     """Whether a Ray address (``host:port``, ``ray://host:port``) is on this machine."""
-    host = urlsplit(address if "://" in address else f"ray://{address}").hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(
+        urlsplit(address if "://" in address else f"ray://{address}").hostname or ""
+    )
 
 
 def ray_module() -> Any:

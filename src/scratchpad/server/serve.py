@@ -4,14 +4,13 @@ recorded in ``<home>/server.json`` while it runs (one server per home)."""
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import socket
 from pathlib import Path
 
 import uvicorn
 
-from scratchpad.config import Settings
+from scratchpad.config import Settings, is_loopback_host
 from scratchpad.connect.probe import clear_stale_probes, stop_probes
 from scratchpad.errors import ConfigError
 from scratchpad.fsutil import private_dir
@@ -36,18 +35,9 @@ SHUTDOWN_GRACE_S = 5  # running cells get this long to finish before their pads 
 STOPPED = "the server stopped"
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_binding(host: str, settings: Settings) -> None:
     """Refuse to expose pads beyond this machine with a key nobody chose."""
-    if not is_loopback(host) and not settings.api_key:
+    if not is_loopback_host(host) and not settings.api_key:
         raise ConfigError(
             f"refusing to listen on {host} without SCRATCHPAD_API_KEY: anyone who can reach "
             "it could run code here. Set SCRATCHPAD_API_KEY, or bind 127.0.0.1"
