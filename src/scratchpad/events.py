@@ -413,7 +413,7 @@ class LimitsRequest(BaseModel):
 
 
 # A pad's placement on a Ray cluster (our extension): documented here, checked by the core
-# (runtime/raybackend.py check_resources) so that HTTP, MCP, the CLI and Python say the same.
+# (runtime/placement.py check_resources) so that HTTP, MCP, the CLI and Python say the same.
 _AMOUNT: dict[str, Any] = {"type": "number", "minimum": 0}
 RESOURCES_SCHEMA: dict[str, Any] = {
     "type": "object",

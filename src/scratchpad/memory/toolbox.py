@@ -28,9 +28,8 @@ from scratchpad.errors import AgentError
 from scratchpad.memory.config import AgentConfig
 from scratchpad.memory.layout import AgentPaths
 from scratchpad.observations.store import ObservationStore
-from scratchpad.runtime.backends import backend_for
 from scratchpad.runtime.base import ScratchpadRuntime
-from scratchpad.runtime.manager import ScratchpadManager
+from scratchpad.runtime.manager import ScratchpadManager, backend_for
 from scratchpad.tools.builtin import ShellOptions, builtin_registry
 from scratchpad.tools.context import ToolSessionContext
 from scratchpad.tools.registry import ToolRegistry

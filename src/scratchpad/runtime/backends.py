@@ -29,6 +29,7 @@ from scratchpad.runtime import venv, workdir
 from scratchpad.runtime.base import RuntimeFactory, ScratchpadRuntime
 from scratchpad.runtime.local import LocalRuntime
 from scratchpad.runtime.padinfo import HISTORY, HistoryCounts, PadInfo, describe_running, modified
+from scratchpad.runtime.placement import checked_resources
 from scratchpad.runtime.watch import PadWatch
 
 if TYPE_CHECKING:
@@ -373,13 +374,6 @@ class RemoteBackend(PadBackend):
             await transient.detach()
 
 
-def checked_resources(resources: object) -> None:
-    """InvalidInputError for a malformed resource request, whatever backend would place it."""
-    from scratchpad.runtime.raybackend import PadResources, check_resources
-
-    check_resources(resources, PadResources())
-
-
 class FactoryBackend(LocalBackend):
     """A local backend whose runtimes come from ``factory`` (tests, probes)."""
 
@@ -389,19 +383,3 @@ class FactoryBackend(LocalBackend):
 
     def build(self, name: str) -> ScratchpadRuntime:
         return self.factory(name)
-
-
-def backend_for(
-    settings: Settings,
-    workspace: Path | None,
-    secrets: Secrets,
-    guarded: tuple[Path, ...] = (),
-) -> PadBackend:
-    """The backend SCRATCHPAD_BACKEND names (``local``, ``remote``, ``ray``)."""
-    if settings.backend == "remote":
-        return RemoteBackend(settings)
-    if settings.backend == "ray":
-        from scratchpad.runtime.raybackend import RayBackend
-
-        return RayBackend(settings, workspace, secrets)
-    return LocalBackend(settings, workspace, secrets, guarded)

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 from scratchpad.config import Settings
 from scratchpad.errors import InvalidInputError, InvalidPadNameError, PadNotFoundError
 from scratchpad.padnames import dir_in, validate_pad_name
-from scratchpad.runtime.backends import FactoryBackend, PadBackend, backend_for
+from scratchpad.runtime.backends import (
+    FactoryBackend,
+    LocalBackend,
+    PadBackend,
+    RemoteBackend,
+    Secrets,
+)
 from scratchpad.runtime.base import CLOSED, RuntimeFactory, ScratchpadRuntime
 from scratchpad.runtime.cellqueue import remember
 from scratchpad.runtime.limits import PadLimits
@@ -52,6 +58,22 @@ def pad_root(settings: Settings, name: str) -> Path:
 def bound_settings(settings: Settings, workspace: Path) -> Settings:
     """``settings`` for a bound ``workspace``: its home is ``<workspace>/.scratchpad``."""
     return settings.with_home(workspace / ".scratchpad")
+
+
+def backend_for(
+    settings: Settings,
+    workspace: Path | None,
+    secrets: Secrets,
+    guarded: tuple[Path, ...] = (),
+) -> PadBackend:
+    """The backend SCRATCHPAD_BACKEND names (``local``, ``remote``, ``ray``)."""
+    if settings.backend == "remote":
+        return RemoteBackend(settings)
+    if settings.backend == "ray":
+        from scratchpad.runtime.raybackend import RayBackend  # Ray only for Ray's pads
+
+        return RayBackend(settings, workspace, secrets)
+    return LocalBackend(settings, workspace, secrets, guarded)
 
 
 def refuse_secret_name(name: str) -> None:

@@ -21,17 +21,18 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from scratchpad.config import Settings, is_loopback_host
-from scratchpad.errors import ConfigError, InvalidInputError, PadError, ScratchpadError
+from scratchpad.errors import ConfigError, PadError, ScratchpadError
 from scratchpad.padnames import dir_name
 from scratchpad.runtime.backends import HomeBackend, Running, Secrets
 from scratchpad.runtime.base import ScratchpadRuntime
 from scratchpad.runtime.padinfo import PadInfo
+from scratchpad.runtime.placement import PadResources, check_resources
 
 log = logging.getLogger(__name__)
 ACTOR_PREFIX = "scratchpad-pad-"
@@ -40,79 +41,6 @@ _connecting = threading.Lock()
 VERDICT_S = 120.0  # how long an unreachable actor is asked about before its node counts lost
 VERDICT_POLL_S = 0.5
 NODE_ID = re.compile(r"Node Id: ([0-9a-f]{8,})")
-
-
-@dataclass(frozen=True, slots=True)
-class PadResources:
-    """What a pad asks Ray for: its actor is placed on a node that has it."""
-
-    num_cpus: float = 0.0
-    num_gpus: float = 0.0
-    memory_mb: int = 0
-    custom: Mapping[str, float] = field(default_factory=dict)
-
-    def options(self) -> dict[str, Any]:
-        """The actor options that ask for these resources."""
-        options: dict[str, Any] = {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus}
-        if self.memory_mb:
-            options["memory"] = self.memory_mb * 1024 * 1024
-        if self.custom:
-            options["resources"] = dict(self.custom)
-        return options
-
-    def limits(self) -> dict[str, object]:
-        """The kernel limits that match what was asked: its memory, and its CPU share."""
-        limits: dict[str, object] = {}
-        if self.memory_mb:
-            limits["memory_mb"] = self.memory_mb
-        if self.num_cpus:
-            limits["cpu_weight"] = max(1, min(10000, round(100 * self.num_cpus)))
-        return limits
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "cpus": self.num_cpus, "gpus": self.num_gpus, "memory_mb": self.memory_mb,
-            "custom": dict(self.custom),
-        }  # fmt: skip
-
-
-RESOURCE_KEYS = ("cpus", "gpus", "memory_mb", "custom")
-
-
-def check_resources(asked: object, defaults: PadResources) -> PadResources:
-    """A pad's resource request (``cpus``, ``gpus``, ``memory_mb``, ``custom``: name →
-    amount) over ``defaults``; InvalidInputError saying what is wrong."""
-    if not isinstance(asked, Mapping):
-        raise InvalidInputError(
-            "resources must be an object such as {'cpus': 1, 'memory_mb': 2048, "
-            "'custom': {'gpu_node': 1}}"
-        )
-    unknown = sorted(str(key) for key in asked if key not in RESOURCE_KEYS)
-    if unknown:
-        raise InvalidInputError(
-            f"unknown resource(s) {', '.join(map(repr, unknown))}: use "
-            f"{', '.join(RESOURCE_KEYS)} (custom: an object of Ray resource names to amounts)"
-        )
-    cpus = _amount(asked.get("cpus", defaults.num_cpus), "cpus")
-    gpus = _amount(asked.get("gpus", defaults.num_gpus), "gpus")
-    memory = _amount(asked.get("memory_mb", defaults.memory_mb), "memory_mb")
-    custom_asked = asked.get("custom", defaults.custom)
-    if not isinstance(custom_asked, Mapping):
-        raise InvalidInputError("resources.custom must be an object of resource names to amounts")
-    custom = {}
-    for key, value in custom_asked.items():
-        if not isinstance(key, str) or not key or len(key) > 100 or not key.isprintable():
-            raise InvalidInputError(f"resource name {str(key)[:100]!r} is not allowed")
-        custom[key] = _amount(value, f"custom resource {key!r}")
-    return PadResources(cpus, gpus, int(memory), custom)
-
-
-def _amount(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise InvalidInputError(f"{what} must be a number >= 0, not {str(value)[:40]!r}")
-    if value > 1e9:
-        raise InvalidInputError(f"{what} is too large ({value:g})")
-    return float(value)
 
 
 def refuse_remote_address(settings: Settings) -> None:

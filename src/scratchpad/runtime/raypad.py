@@ -48,7 +48,8 @@ from scratchpad.runtime.watch import PadWatch
 from scratchpad.scrub import scrub_bundle, scrubber
 
 if TYPE_CHECKING:
-    from scratchpad.runtime.raybackend import PadResources, RayBackend
+    from scratchpad.runtime.placement import PadResources
+    from scratchpad.runtime.raybackend import RayBackend
 
 log = logging.getLogger(__name__)
 WAKE_TRIES = 20  # an actor found as it leaves is waited for this many times

@@ -1,4 +1,4 @@
-"""A pad's resource request, checked once for every edge (raybackend.check_resources): what a
+"""A pad's resource request, checked once for every edge (placement.check_resources): what a
 good one becomes, and what each bad one is told. Pure functions: no Ray cluster."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from scratchpad.errors import InvalidInputError
 from scratchpad.events import RESOURCES_SCHEMA
-from scratchpad.runtime.raybackend import RESOURCE_KEYS, PadResources, check_resources
+from scratchpad.runtime.placement import RESOURCE_KEYS, PadResources, check_resources
 
 DEFAULTS = PadResources(num_cpus=1.0, num_gpus=0.0, memory_mb=512, custom={"pool": 1.0})
 
@@ -62,7 +62,7 @@ def test_the_documented_shape_names_the_keys_the_check_takes() -> None:
 def test_checking_a_request_needs_no_ray() -> None:
     """Every edge checks requests, also where Ray is not installed."""
     code = (
-        "import sys; import scratchpad.runtime.raybackend as r; "
+        "import sys; import scratchpad.runtime.placement as r; "
         "r.check_resources({'cpus': 1}, r.PadResources()); print('ray' in sys.modules)"
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
