@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import secrets
 import statistics
 import sys
 import tempfile
@@ -207,14 +208,15 @@ async def drain(generator: Any) -> int:
 
 
 async def anatomy(generator: Any) -> dict[str, list[int]]:
-    """What a pad actor's execute stream carried: by kind, how many items and how many
-    characters of output."""
-    kinds: dict[str, list[int]] = {}
+    """What a pad actor's execute stream carried: by kind, how many events and how many
+    characters of output, and how many Ray messages (``messages``) they took."""
+    kinds: dict[str, list[int]] = {"messages": [0, 0]}
     async for ref in generator:
-        kind, value = await ref
-        counted = kinds.setdefault(kind, [0, 0])
-        counted[0] += 1
-        counted[1] += carried(value)
+        kinds["messages"][0] += 1
+        for kind, value in await ref:  # the events that came at once, in one message
+            counted = kinds.setdefault(kind, [0, 0])
+            counted[0] += 1
+            counted[1] += carried(value)
     return kinds
 
 
@@ -334,7 +336,7 @@ class Pads:
 async def round_trips(plan: Plan, pads: Pads, out: dict[str, Any]) -> None:
     bare, local_pad, ray_pad = pads.bare, pads.local_pad, pads.ray_pad
     kinds = out["kinds"] = await anatomy(pads.execute("1+1"))
-    out["events"] = sum(items for items, _ in kinds.values())
+    out["events"] = kinds["messages"][0]
     out["rtt"] = await interleaved(
         {
             "local": lambda: local_pad.execute("1+1"),
@@ -518,7 +520,7 @@ def breakdown(plan: Plan, out: dict[str, Any]) -> None:
     line("bare Ray actor call (async actor, same node)", rtt["call"])
     line("bare Ray streaming generator, 1 item", rtt["stream1"])
     line("bare Ray streaming generator, 2 items", rtt["stream2"])
-    line(f"bare Ray streaming generator, {events} items (as many as a 1+1 cell's)", rtt["streamN"])
+    line(f"bare Ray streaming generator, {events} items (a 1+1 cell's messages)", rtt["streamN"])
     line("the pad actor's execute stream, read directly (no relay)", rtt["raw"])
     line("Ray pad 1+1 (RayRuntime: + relay into the server's watch)", rtt["ray"])
     print(
@@ -554,6 +556,9 @@ def main() -> None:
     # A driver would otherwise rewrite 127.0.0.1 to this machine's outward address (Ray's
     # "remotely reachable" rule) and never reach a cluster that listens on loopback only.
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    # a cluster that asks for a token, as Scratchpad requires (a pad must not be able to use it)
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
     try:
         import ray  # noqa: F401
     except ImportError:
