@@ -378,3 +378,22 @@ def test_without_ray_the_ray_backend_says_what_to_install(
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails, as where it is missing
     with pytest.raises(ConfigError, match=r"pip install 'scratchpad\[ray\]'"):
         ScratchpadManager(settings=settings.model_copy(update={"backend": "ray"}))
+
+
+async def test_a_pad_whose_actor_slept_by_itself_is_listed_asleep(
+    ray_settings: Settings,
+) -> None:
+    napping = ray_settings.model_copy(update={"sleep_after_s": 1.0})
+    manager = ScratchpadManager(settings=napping)
+    try:
+        pad = await manager.get_or_create("listed")
+        await pad.execute("x = 1")
+        async with asyncio.timeout(30):
+            while await manager.backend.find("listed") is not None:  # type: ignore[attr-defined]  # noqa: ASYNC110
+                await asyncio.sleep(0.2)
+        assert [(p.name, p.status) for p in await manager.list_pads()] == [("listed", "asleep")]
+        again = await manager.get_or_create("listed")
+        assert (await again.execute("x")).result == "1"
+    finally:
+        await manager.close_all()
+        end_pads(napping.ray_namespace)

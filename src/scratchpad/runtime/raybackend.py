@@ -184,10 +184,12 @@ class RayBackend(HomeBackend):
 
     async def list_pads(self, running: Running, closed: set[str]) -> list[PadInfo]:
         """The store's pads; those whose actor runs on the cluster but not for this server
-        (another server's, or one before a restart) as their actor says they are."""
+        (another server's, or one before a restart) as their actor says they are, and those
+        held here whose actor went to sleep by itself as the store says (asleep)."""
+        live = await self._live_names()
+        running = [(pad, watch) for pad, watch in running if pad.name in live]  # else asleep
         listed = await super().list_pads(running, closed)
         held = {pad.name for pad, _ in running}
-        live = await self._live_names()
         return [
             info if info.name in held or info.name not in live else await self._as_live(info)
             for info in listed

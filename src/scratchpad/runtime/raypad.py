@@ -448,8 +448,8 @@ class RayRuntime(ScratchpadRuntime):
         asleep = isinstance(self.backend.unwrapped(exc, self.name), PadAsleepError)
         if not asleep and self.backend.died(exc):  # gone: it went to sleep, or was lost
             asleep = (await asyncio.to_thread(read_state, self.root)).asleep_since is not None
-        if asleep:
-            self._actor, self._asleep = None, True
+        if asleep:  # closed for the manager (its list says asleep); the next use wakes it
+            self._actor, self._closed, self._asleep = None, True, True
         return asleep
 
     async def _call(self, ref: Any) -> Any:
