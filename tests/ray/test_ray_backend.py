@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from scratchpad.config import Settings
-from scratchpad.errors import ConfigError, InvalidInputError
+from scratchpad.errors import ConfigError, InvalidInputError, PadError
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.raypad import RayRuntime
 from tests.conftest import wait_until_busy
@@ -397,3 +397,14 @@ async def test_a_pad_whose_actor_slept_by_itself_is_listed_asleep(
     finally:
         await manager.close_all()
         end_pads(napping.ray_namespace)
+
+
+def test_an_address_where_no_cluster_answers_is_said_at_once() -> None:
+    """Ray's own driver would retry for minutes: a pad's first request must not hang."""
+    from scratchpad.runtime.raybackend import reachable
+    from tests.server_helpers import free_port
+
+    with pytest.raises(PadError, match=r"no Ray cluster answers at 127\.0\.0\.1:"):
+        reachable(f"127.0.0.1:{free_port()}")
+    with pytest.raises(ConfigError, match="is not host:port"):
+        reachable("a-cluster-without-a-port")

@@ -19,6 +19,7 @@ import contextlib
 import functools
 import logging
 import re
+import socket
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -40,6 +41,7 @@ INSTALL_HINT = "pip install 'scratchpad[ray]'"
 _connecting = threading.Lock()
 VERDICT_S = 120.0  # how long an unreachable actor is asked about before its node counts lost
 VERDICT_POLL_S = 0.5
+REACH_TIMEOUT_S = 5.0  # how long a cluster's address may take to accept a connection
 NODE_ID = re.compile(r"Node Id: ([0-9a-f]{8,})")
 
 
@@ -101,6 +103,7 @@ def connect(settings: Settings) -> None:
                 _node_ip_address="127.0.0.1", **quiet,
             )  # fmt: skip
         else:
+            reachable(settings.ray_address)
             if is_loopback(settings.ray_address):
                 # Ray rewrites a loopback address to this host's outward one (its "reachable
                 # from other nodes" rule) and then never reaches a cluster that listens on
@@ -117,6 +120,27 @@ def connect(settings: Settings) -> None:
                 "token: `ray get-auth-token --generate`), or set "
                 "SCRATCHPAD_RAY_ALLOW_NO_AUTH=1 if every pad may do that"
             )
+
+
+def reachable(address: str) -> None:
+    """PadError unless something listens at a Ray address (``ray.init`` would retry for
+    minutes: a pad's first request must not hang on a cluster that is down)."""
+    parts = urlsplit(address if "://" in address else f"ray://{address}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if not parts.hostname or port is None:
+        raise ConfigError(
+            f"SCRATCHPAD_RAY_ADDRESS={address} is not host:port (e.g. 127.0.0.1:6379)"
+        )
+    try:
+        socket.create_connection((parts.hostname, port), timeout=REACH_TIMEOUT_S).close()
+    except OSError as exc:
+        raise PadError(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc}); start it, or fix "
+            "SCRATCHPAD_RAY_ADDRESS"
+        ) from None
 
 
 def token_auth(ray: Any) -> bool:
