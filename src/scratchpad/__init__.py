@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from scratchpad.errors import AgentStateError as AgentStateError
     from scratchpad.errors import CellAcceptingError as CellAcceptingError
     from scratchpad.errors import CellIdReusedError as CellIdReusedError
+    from scratchpad.errors import ClusterError as ClusterError
     from scratchpad.errors import ConfigError as ConfigError
     from scratchpad.errors import DiskFullError as DiskFullError
     from scratchpad.errors import FileTooLargeError as FileTooLargeError

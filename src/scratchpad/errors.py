@@ -29,6 +29,7 @@ always as a subclass of ScratchpadError whose message says what to do::
     │   │   └── PadAsleepError   a Ray pad's actor went to sleep: its caller makes a new one
     │   ├── VenvError            the pad's virtualenv could not be created or repaired
     │   ├── KernelStartError     the kernel process did not come up
+    │   ├── ClusterError         the Ray cluster cannot be reached, or lost the pad's node
     │   ├── SandboxError         the pad cannot be sandboxed and SCRATCHPAD_SANDBOX=require
     │   ├── PadLimitError        the pad is over one of its limits (its files past its disk)
     │   ├── CellAcceptingError   a cell of that id is still being accepted: retry (409)
@@ -55,8 +56,8 @@ Over HTTP an error travels as ``{"error": message, "type": class name}`` with th
 it is: 4xx the request's (400 bad input, 401/403 credentials, 404 nothing there, 409 a state
 that changed, 413 too large), 502 a model provider's, 503 the server's setup (no model
 configured; a pad's virtualenv, kernel or sandbox cannot be brought up here: its Python, its
-disk's permissions, its resources — nothing is wrong with the request, and it works once the
-message's remedy is applied), 507 a full disk, and 500 only what nobody foresaw.
+disk's permissions, its resources, its cluster — nothing is wrong with the request, and it
+works once the message's remedy is applied), 507 a full disk, and 500 only what nobody foresaw.
 """
 
 from __future__ import annotations
@@ -187,6 +188,11 @@ class VenvError(PadError):
     """The pad's virtualenv could not be created or repaired."""
 
 
+class ClusterError(PadError):
+    """The Ray cluster the pads run on cannot be reached, or lost the node a pad ran on
+    (its next use starts it on a live node)."""
+
+
 class KernelStartError(PadError):
     """The kernel process did not come up."""
 
@@ -305,6 +311,7 @@ HTTP_STATUS: dict[type[ScratchpadError], int] = {
     AgentLockedError: 409,
     DiskFullError: 507,
     KernelStartError: 503,
+    ClusterError: 503,
     VenvError: 503,
     SandboxError: 503,
     ModelNotConfiguredError: 503,

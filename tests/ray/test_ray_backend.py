@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from scratchpad.config import Settings
-from scratchpad.errors import ConfigError, InvalidInputError, PadError
+from scratchpad.errors import ClusterError, ConfigError, InvalidInputError
 from scratchpad.runtime.manager import ScratchpadManager
 from scratchpad.runtime.raypad import RayRuntime
 from tests.conftest import wait_until_busy
@@ -404,7 +404,7 @@ def test_an_address_where_no_cluster_answers_is_said_at_once() -> None:
     from scratchpad.runtime.raybackend import reachable
     from tests.server_helpers import free_port
 
-    with pytest.raises(PadError, match=r"no Ray cluster answers at 127\.0\.0\.1:"):
+    with pytest.raises(ClusterError, match=r"no Ray cluster answers at 127\.0\.0\.1:"):
         reachable(f"127.0.0.1:{free_port()}")
     with pytest.raises(ConfigError, match="is not host:port"):
         reachable("a-cluster-without-a-port")

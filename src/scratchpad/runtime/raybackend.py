@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from scratchpad.config import Settings, is_loopback_host
-from scratchpad.errors import ConfigError, PadError, ScratchpadError
+from scratchpad.errors import ClusterError, ConfigError, PadError, ScratchpadError
 from scratchpad.padnames import dir_name
 from scratchpad.runtime.backends import HomeBackend, Running, Secrets
 from scratchpad.runtime.base import ScratchpadRuntime
@@ -123,7 +123,7 @@ def connect(settings: Settings) -> None:
 
 
 def reachable(address: str) -> None:
-    """PadError unless something listens at a Ray address (``ray.init`` would retry for
+    """ClusterError unless something listens at a Ray address (``ray.init`` would retry for
     minutes: a pad's first request must not hang on a cluster that is down)."""
     parts = urlsplit(address if "://" in address else f"ray://{address}")
     try:
@@ -137,7 +137,7 @@ def reachable(address: str) -> None:
     try:
         socket.create_connection((parts.hostname, port), timeout=REACH_TIMEOUT_S).close()
     except OSError as exc:
-        raise PadError(
+        raise ClusterError(
             f"no Ray cluster answers at {address} ({exc.strerror or exc}); start it, or fix "
             "SCRATCHPAD_RAY_ADDRESS"
         ) from None
@@ -329,7 +329,8 @@ class RayBackend(HomeBackend):
             ray_module().cancel(stream)
 
     def unwrapped(self, exc: BaseException, name: str) -> BaseException:
-        """The error the actor raised, as it was (Ray wraps it), else a PadError."""
+        """The error the actor raised, as it was (Ray wraps it), else a PadError (a
+        ClusterError when Ray itself failed)."""
         from ray import exceptions
 
         if isinstance(exc, exceptions.RayTaskError):
@@ -339,7 +340,7 @@ class RayBackend(HomeBackend):
             return PadError(f"pad {name!r}: {type(cause or exc).__name__}: {cause or exc}")
         if isinstance(exc, ScratchpadError):
             return exc
-        return PadError(f"pad {name!r}: the Ray cluster failed: {exc}")
+        return ClusterError(f"pad {name!r}: the Ray cluster failed: {exc}")
 
 
 @functools.cache

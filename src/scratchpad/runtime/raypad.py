@@ -22,7 +22,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scratchpad.errors import PadAsleepError, PadClosedError, PadError
+from scratchpad.errors import ClusterError, PadAsleepError, PadClosedError, PadError
 from scratchpad.runtime import venv, workdir
 from scratchpad.runtime.base import (
     CLOSED,
@@ -436,7 +436,7 @@ class RayRuntime(ScratchpadRuntime):
                 if lost is None:
                     raise self.backend.unwrapped(exc, self.name) from None
                 self._actor, self._closed = None, True
-                raise PadError(
+                raise ClusterError(
                     f"pad {self.name!r}: its node was lost ({lost}); use it again to start "
                     "it on a live node"
                 ) from None
@@ -464,7 +464,7 @@ class RayRuntime(ScratchpadRuntime):
             if lost is None:
                 raise self.backend.unwrapped(exc, self.name) from None
             self._actor, self._closed = None, True
-            raise PadError(
+            raise ClusterError(
                 f"pad {self.name!r}: its node was lost ({lost}); use it again to start it "
                 "on a live node"
             ) from None
