@@ -46,6 +46,15 @@ def test_what_a_request_asks_of_ray_and_of_the_kernel_match() -> None:
         ({"custom": {"gpu_node": -2}}, "custom resource 'gpu_node' must be a number >= 0"),
         ({"custom": {"": 1}}, "resource name '' is not allowed"),
         ({"custom": {"a\nb": 1}}, "resource name 'a\\nb' is not allowed"),
+        # what Ray's actor options would refuse at the start (an internal error), said here
+        ({"custom": {"CPU": 1}}, "'CPU' is one of Ray's own resources, not a custom one: ask"),
+        ({"custom": {"GPU": 1}}, "'GPU' is one of Ray's own resources"),
+        ({"custom": {"memory": 1}}, "ask for it with 'memory_mb'"),
+        ({"custom": {"object_store_memory": 1}}, "'object_store_memory' is one of Ray's own"),
+        ({"cpus": 0.00001}, "cpus must be 0 or at least 0.0001, not 1e-05"),
+        ({"custom": {"pool": 1e-6}}, "custom resource 'pool' must be 0 or at least 0.0001"),
+        ({"gpus": 1.5}, "gpus above 1 must be a whole number, not 1.5"),
+        ({"memory_mb": 0.5}, "memory_mb must be a whole number of MiB, not 0.5"),
     ],
 )
 def test_a_bad_request_says_what_is_wrong(asked: object, words: str) -> None:

@@ -68,12 +68,28 @@ def check_resources(asked: object, defaults: PadResources) -> PadResources:
     custom_asked = asked.get("custom", defaults.custom)
     if not isinstance(custom_asked, Mapping):
         raise InvalidInputError("resources.custom must be an object of resource names to amounts")
+    if gpus > 1 and not gpus.is_integer():
+        raise InvalidInputError(f"gpus above 1 must be a whole number, not {gpus:g}")
+    if not memory.is_integer():
+        raise InvalidInputError(f"memory_mb must be a whole number of MiB, not {memory:g}")
     custom = {}
     for key, value in custom_asked.items():
         if not isinstance(key, str) or not key or len(key) > 100 or not key.isprintable():
             raise InvalidInputError(f"resource name {str(key)[:100]!r} is not allowed")
+        if key in RAY_OWN_RESOURCES:
+            raise InvalidInputError(
+                f"{key!r} is one of Ray's own resources, not a custom one: {RAY_OWN_RESOURCES[key]}"
+            )
         custom[key] = _amount(value, f"custom resource {key!r}")
     return PadResources(cpus, gpus, int(memory), custom)
+
+
+# Ray's own resources, which its actor options refuse among the custom ones
+RAY_OWN_RESOURCES = {
+    "CPU": "ask for it with 'cpus'", "GPU": "ask for it with 'gpus'",
+    "memory": "ask for it with 'memory_mb'", "object_store_memory": "a pad does not ask for it",
+}  # fmt: skip
+RAY_UNIT = 1e-4  # the finest fraction of a resource Ray takes
 
 
 def _amount(value: object, what: str) -> float:
@@ -81,6 +97,8 @@ def _amount(value: object, what: str) -> float:
         raise InvalidInputError(f"{what} must be a number >= 0, not {str(value)[:40]!r}")
     if value > 1e9:
         raise InvalidInputError(f"{what} is too large ({value:g})")
+    if 0 < value < RAY_UNIT:
+        raise InvalidInputError(f"{what} must be 0 or at least {RAY_UNIT:g}, not {value:g}")
     return float(value)
 
 
