@@ -86,3 +86,23 @@ async def test_a_negative_estimate_is_refused_and_an_unknown_pad_has_no_cell_lis
     assert refused.status_code == 400 and "estimated_seconds" in refused.json()["error"]
     missing = await client.get("/v1/pads/nopad/cells")
     assert missing.status_code == 404 and "no pad named 'nopad'" in missing.json()["error"]
+
+
+async def test_a_cell_followed_from_elsewhere_stands_running_until_it_ends(
+    client: httpx.AsyncClient, manager: ScratchpadManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell another process runs (a Ray pad's, started by another server or by this one
+    before a restart) is in this server's journals once followed, though its watch never
+    queued it: it stands running, not 'no such cell'."""
+
+    async def follow(name: str, cell_id: str) -> None:  # what a Ray pad's live actor gives
+        journal = manager.watch(name).journals.open(cell_id)
+        journal.gen, journal.ran = 1, True
+
+    monkeypatch.setattr(manager, "follow", follow)
+    monkeypatch.setattr(cells_routes, "WAIT_MAX_S", 0.1)
+    standing = await client.get("/v1/pads/p/cells/elsewhere")
+    assert standing.status_code == 200, standing.text
+    assert standing.json()["status"] == "running" and standing.json()["id"] == "elsewhere"
+    waited = await client.post("/v1/pads/p/cells/elsewhere/wait", params={"timeout": 1})
+    assert waited.status_code == 200 and waited.json()["status"] == "running"

@@ -231,9 +231,12 @@ async def _standing(manager: ScratchpadManager, name: str, cell_id: str) -> Stan
     check_cell_id(cell_id)
     watch = manager.watch(name)
     await manager.follow(name, cell_id)
-    now = as_it_stands(watch, cell_id, watch.journals.get(cell_id))
+    journal = watch.journals.get(cell_id)
+    now = as_it_stands(watch, cell_id, journal)
     if now is not None:
         return now
+    if journal is not None:  # on its way elsewhere (another server's, followed): running
+        return unknown(cell_id, journal)
     for cell in reversed(await manager.peek(name).load_cells()):
         if cell.id == cell_id:
             return events.recorded(events.cell_of(cell), None, None)
