@@ -193,6 +193,9 @@ class Settings(BaseSettings):
         None, description="A directory every Ray node reaches, for the pads (default: the home)."
     )
     ray_namespace: str = Field("scratchpad", min_length=1, description="Ray namespace of pads.")
+    ray_place_timeout_s: float = Field(
+        120.0, gt=0, description="How long a new pad's actor may wait for a node with room."
+    )
     ray_cpus: float = Field(0.0, ge=0, description="CPUs a pad asks Ray for by default.")
     ray_gpus: float = Field(0.0, ge=0, description="GPUs a pad asks Ray for by default.")
     ray_memory_mb: int = Field(0, ge=0, description="Memory a pad asks Ray for (0: none).")

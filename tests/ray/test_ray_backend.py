@@ -408,3 +408,40 @@ def test_an_address_where_no_cluster_answers_is_said_at_once() -> None:
         reachable(f"127.0.0.1:{free_port()}")
     with pytest.raises(ConfigError, match="is not host:port"):
         reachable("a-cluster-without-a-port")
+
+
+async def test_resources_no_node_has_are_said_after_the_wait_and_free_the_name(
+    ray_settings: Settings,
+) -> None:
+    impatient = ray_settings.model_copy(update={"ray_place_timeout_s": 2.0})
+    manager = ScratchpadManager(settings=impatient)
+    try:
+        with pytest.raises(ClusterError, match="no node of the Ray cluster took it within 2 s"):
+            await manager.get_or_create("greedy", resources={"custom": {"no_such_node": 1}})
+        pad = await manager.get_or_create("greedy")  # the name is free again
+        assert (await pad.execute("1 + 1")).result == "2"
+    finally:
+        await manager.close_all()
+        end_pads(impatient.ray_namespace)
+
+
+async def test_a_node_running_another_scratchpad_is_refused(
+    on_ray: ScratchpadManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scratchpad.runtime import raybackend
+
+    monkeypatch.setattr(raybackend, "__version__", "0.0.0-elsewhere")  # this server's, here
+    with pytest.raises(ClusterError, match="install the same version on the server and every"):
+        await on_ray.get_or_create("versions")
+
+
+async def test_a_pad_removed_by_another_server_says_its_actor_stopped_not_a_lost_node(
+    on_ray: ScratchpadManager, ray_settings: Settings
+) -> None:
+    pad = await on_ray.get_or_create("shared-rm")
+    await pad.execute("z = 1")
+    other = ScratchpadManager(settings=ray_settings)
+    await other.remove("shared-rm")
+    cell = await pad.execute("z")
+    assert cell.status == "killed"
+    assert "The pad's actor stopped" in (cell.error or "") and "node" not in (cell.error or "")

@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from scratchpad._version import __version__
 from scratchpad.config import Settings
 from scratchpad.errors import PadAsleepError
 from scratchpad.padnames import dir_in
@@ -144,7 +145,7 @@ class PadActor:
         pad = self.pad
         return {
             "closed": pad.closed, "busy": pad.busy, "queued": pad.queued,
-            "generation": pad.generation, "pid": pad.pid,
+            "generation": pad.generation, "pid": pad.pid, "version": __version__,
             "node": ray.get_runtime_context().get_node_id(),
         }  # fmt: skip
 

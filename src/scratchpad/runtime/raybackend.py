@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from scratchpad._version import __version__
 from scratchpad.config import Settings, is_loopback_host
 from scratchpad.errors import ClusterError, ConfigError, PadError, ScratchpadError
 from scratchpad.padnames import dir_name
@@ -266,11 +267,39 @@ class RayBackend(HomeBackend):
         }  # fmt: skip
         kernel_limits = {**resources.limits(), **limits}
         actor_class = _actor_class(ray)
-        return await asyncio.to_thread(
+        actor = await asyncio.to_thread(
             lambda: actor_class.options(**options).remote(
                 name, self._actor_settings, kernel_limits, self.cwd_of(name)
             )
         )
+        await self._placed(actor, name, resources)
+        return actor
+
+    async def _placed(self, actor: Any, name: str, resources: PadResources) -> None:
+        """Wait until the actor runs on a node (its first answer), at most
+        SCRATCHPAD_RAY_PLACE_TIMEOUT_S; else it is killed, so the pad's name is free again,
+        and ClusterError says what no node had. Its Scratchpad must be this server's."""
+        waited = self.settings.ray_place_timeout_s
+        try:
+            async with asyncio.timeout(waited):
+                version = (await actor.state.remote()).get("version")
+        except TimeoutError:
+            await self.kill(actor)
+            raise ClusterError(
+                f"pad {name!r}: no node of the Ray cluster took it within {waited:g} s "
+                f"(it asked for {resources.to_dict()}; the cluster has "
+                f"{await asyncio.to_thread(ray_module().cluster_resources)}); ask for less, "
+                "or add a node that has it (SCRATCHPAD_RAY_PLACE_TIMEOUT_S: how long to wait)"
+            ) from None
+        except Exception as exc:
+            if await self.lost(exc, None) is None:
+                raise self.unwrapped(exc, name) from None
+            raise ClusterError(f"pad {name!r}: its new actor died as it started: {exc}") from None
+        if version != __version__:
+            raise ClusterError(
+                f"pad {name!r}: its node runs Scratchpad {version}, this server {__version__}: "
+                "install the same version on the server and every node"
+            )
 
     async def find(self, name: str) -> Any:
         """Pad ``name``'s live actor, or None."""

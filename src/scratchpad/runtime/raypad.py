@@ -59,6 +59,11 @@ NODE_LOST = (
     "variables with them. The pad comes back on a live node at its next use, with its "
     "packages and the variables of its last checkpoint.\n"
 )
+ACTOR_GONE = (
+    "The pad's actor stopped ({cause}: closed or removed elsewhere, or killed), and this "
+    "cell did not finish there. The pad comes back at its next use, with its packages and "
+    "the variables of its last checkpoint (unless it was removed).\n"
+)
 
 
 class RayRuntime(ScratchpadRuntime):
@@ -393,7 +398,8 @@ class RayRuntime(ScratchpadRuntime):
         self._actor, self._closed = None, True
         cell = started or Cell(code=code, description=description, id=cell_id)
         cell.status = "killed"
-        cell.error = NODE_LOST.format(cause=cause)
+        lost = NODE_LOST if cause.startswith("node lost") else ACTOR_GONE
+        cell.error = lost.format(cause=cause)
         if started is not None:
             cell.duration_s = max(0.0, time.time() - (self._started_at(cell) or time.time()))
         history = CellHistory(self.root / HISTORY, self.settings.history_max_bytes)
