@@ -61,7 +61,8 @@ def status() -> None:
 
 @server_app.command("stop", cls=Command)
 def stop_() -> None:
-    """Stop this home's server; it closes every pad first (their venvs stay)."""
+    """Stop this home's server; it closes every pad first (their venvs stay; pads on a Ray
+    cluster keep running there, and sleep when idle)."""
     settings = _settings()
     record = stop(settings)
     if record is None:
