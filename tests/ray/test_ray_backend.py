@@ -79,6 +79,9 @@ async def test_a_pad_is_placed_where_its_resources_are(
     assert on_a.node == ray_cluster.node_a.node_id
     assert on_b.node == ray_cluster.node_b.node_id
     assert (await on_a.execute("6 * 7")).result == "42"
+    listed = await on_ray.list_pads()  # each with its kernel's memory, on its node
+    assert [p.name for p in listed] == ["on-a", "on-b"]
+    assert all((p.memory_bytes or 0) > 10 * 1024 * 1024 for p in listed), listed
     with pytest.raises(InvalidInputError, match="cpus must be a number >= 0"):
         await on_ray.get_or_create("bad", resources={"cpus": -1})
     with pytest.raises(InvalidInputError, match="unknown resource"):
@@ -270,7 +273,9 @@ async def test_a_stopping_server_leaves_its_pads_to_the_cluster_and_a_new_one_li
     assert await on_ray.backend.find("kept") is not None  # type: ignore[attr-defined]
     again = ScratchpadManager(settings=ray_settings)
     try:
-        assert [(p.name, p.status) for p in await again.list_pads()] == [("kept", "idle")]
+        listed = await again.list_pads()
+        assert [(p.name, p.status) for p in listed] == [("kept", "idle")]
+        assert (listed[0].memory_bytes or 0) > 10 * 1024 * 1024  # its kernel's, on its node
         pad = await again.get_or_create("kept")
         assert (await pad.execute("type(held).__name__")).result == "'lock'"
     finally:

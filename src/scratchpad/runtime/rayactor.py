@@ -35,6 +35,7 @@ from scratchpad.runtime.base import PadLLM
 from scratchpad.runtime.cell import CELL_FIELDS, Cell
 from scratchpad.runtime.limits import PadLimits
 from scratchpad.runtime.local import LocalRuntime
+from scratchpad.runtime.proctree import tree_rss
 from scratchpad.runtime.watch import PadWatch
 from scratchpad.scrub import register
 
@@ -147,6 +148,7 @@ class PadActor:
             "closed": pad.closed, "busy": pad.busy, "queued": pad.queued,
             "generation": pad.generation, "pid": pad.pid, "version": __version__,
             "node": ray.get_runtime_context().get_node_id(),
+            "memory_bytes": None if pad.pid is None else tree_rss(pad.pid),
         }  # fmt: skip
 
     async def update_secrets(self, secrets: dict[str, str]) -> bool:

@@ -215,10 +215,9 @@ class RayBackend(HomeBackend):
         running = [(pad, watch) for pad, watch in running if pad.name in live]  # else asleep
         listed = await super().list_pads(running, closed)
         held = {pad.name for pad, _ in running}
-        return [
-            info if info.name in held or info.name not in live else await self._as_live(info)
-            for info in listed
-        ]
+        asked = [self._as_live(info, info.name in held) for info in listed if info.name in live]
+        told = {info.name: info for info in await asyncio.gather(*asked)}
+        return [told.get(info.name, info) for info in listed]
 
     async def _live_names(self) -> set[str]:
         """Names of the pads whose actor is alive in this namespace."""
@@ -233,13 +232,18 @@ class RayBackend(HomeBackend):
         }
         return {name for name in self.names_on_disk() if dir_name(name) in dirs}
 
-    async def _as_live(self, info: PadInfo) -> PadInfo:
+    async def _as_live(self, info: PadInfo, held: bool) -> PadInfo:
+        """A live pad's line as its actor tells it: the memory of its kernel's processes
+        (on their node); for one another server holds, its status too."""
         actor = await self.find(info.name)
         if actor is None:
             return info
         try:
             state = await actor.state.remote()
         except Exception:  # gone meanwhile: as the store says
+            return info
+        info = replace(info, memory_bytes=state.get("memory_bytes"))
+        if held:
             return info
         status = "stopped" if state.get("closed") else "busy" if state.get("busy") else "idle"
         return replace(info, status=status, queued=int(state.get("queued") or 0))
