@@ -4,11 +4,12 @@ The actor owns a :class:`LocalRuntime` (its sandbox, limits, checkpoints) whose 
 in the store every node reaches, so an actor made again on another node starts from the
 pad's requirements, history and checkpoint. A cell's caller gets one stream from
 :meth:`PadActor.execute`: the cell's stream items and, in order with them, what the pad's
-watch was told about the cell (queued, started, output seen, recorded), which the server's
-own watch replays (raypad.py): journals, feeds and detached cells work there unchanged.
+watch was told about the cell (queued, started, recorded), which the server's own watch
+replays with the output items (raypad.py): journals, feeds and detached cells work there
+unchanged. The actor sleeps by itself when its pad is idle, and goes.
 
-Nothing secret travels in the actor's name or its constructor's arguments (which Ray's
-dashboard shows): a pad's vault variables arrive as arguments of :meth:`start` and
+Nothing secret travels in the actor's name or its constructor's arguments (which Ray keeps
+with the actor, for whoever reaches the cluster): a pad's vault variables arrive as arguments of :meth:`start` and
 :meth:`update_secrets` (direct calls, never objects in Ray's store) and live in this
 process's memory only, for the kernel's environment.
 """
@@ -300,7 +301,7 @@ class PadActor:
 
 def store_settings(settings: Settings, store: Path) -> dict[str, Any]:
     """What an actor is given of the server's settings: the store as its home, and none of
-    the server's keys (Ray shows an actor's arguments to whoever reaches its dashboard)."""
+    the server's keys (Ray keeps an actor's arguments, for whoever reaches the cluster)."""
     kept = settings.model_copy(
         update={"home": store, "api_key": None, "remote_api_key": None, "vault_key": None,
                 "backend": "local", "observations_db": None}
