@@ -9,9 +9,9 @@ replays with the output items (raypad.py): journals, feeds and detached cells wo
 unchanged. The actor sleeps by itself when its pad is idle, and goes.
 
 Nothing secret travels in the actor's name or its constructor's arguments (which Ray keeps
-with the actor, for whoever reaches the cluster): a pad's vault variables arrive as arguments of :meth:`start` and
-:meth:`update_secrets` (direct calls, never objects in Ray's store) and live in this
-process's memory only, for the kernel's environment.
+with the actor, for whoever reaches the cluster): a pad's vault variables arrive as arguments
+of :meth:`start` and :meth:`update_secrets` (direct calls, never objects in Ray's store) and
+live in this process's memory only, for the kernel's environment.
 """
 
 from __future__ import annotations
