@@ -89,6 +89,8 @@ class RayRuntime(ScratchpadRuntime):
         self._removed = False
         self._loaded = False
         self._following: set[asyncio.Task[None]] = set()  # cells followed from the actor
+        self._sending: set[str] = set()  # cells on their way to the actor
+        self._forbidden: set[str] = set()  # of those, the ones cancelled on the way
 
     # -- how it stands ----------------------------------------------------------------------
     @property
@@ -262,13 +264,19 @@ class RayRuntime(ScratchpadRuntime):
             self._actor.set_limits.remote(dict(limits))
 
     async def cancel(self, cell_id: str | None = None) -> bool:
+        """See ScratchpadRuntime.cancel. A cell this runtime is still sending counts as
+        there: its id is forbidden at the actor (before or after it arrives), so it never
+        runs."""
+        on_its_way = cell_id is not None and cell_id in self._sending
+        if on_its_way:
+            self._forbidden.add(str(cell_id))
         if self._actor is None or self._closed:
-            return False
+            return on_its_way
         try:
             cancelled: bool = await self._call(self._actor.cancel.remote(cell_id))
         except PadAsleepError:
-            return False  # asleep: nothing runs
-        return cancelled
+            return on_its_way  # asleep: nothing runs
+        return cancelled or on_its_way
 
     # -- cells ------------------------------------------------------------------------------
     async def execute_streaming(
@@ -289,11 +297,27 @@ class RayRuntime(ScratchpadRuntime):
             "description": request.description, "estimated_time": request.estimated_time,
             "estimated_seconds": request.estimated_seconds, "timeout_s": request.timeout_s,
         }  # fmt: skip
+        self._sending.add(cell_id)
+        try:
+            stream = self._execute(request.code, request.description, cell_id, options)
+            async with contextlib.aclosing(stream):
+                async for item in stream:
+                    yield item
+        finally:
+            self._sending.discard(cell_id)
+            self._forbidden.discard(cell_id)
+
+    async def _execute(
+        self, code: str, description: str, cell_id: str, options: dict[str, Any]
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The cell's stream from the actor, relayed (see :meth:`execute_streaming`)."""
         started: Cell | None = None
         recorded: dict[str, Cell] = {}
         for again in (False, True):
             actor = await self._awake()
-            stream = actor.execute.remote(request.code, cell_id, options)
+            if cell_id in self._forbidden:  # cancelled before the actor was there
+                await actor.cancel.remote(cell_id)
+            stream = actor.execute.remote(code, cell_id, options)
             heard = ended = False
             try:
                 async for ref in stream:
@@ -327,7 +351,7 @@ class RayRuntime(ScratchpadRuntime):
                 lost = await self.backend.lost(exc, actor)
                 if lost is None:
                     raise self.backend.unwrapped(exc, self.name) from None
-                yield await self._killed(request.code, request.description, cell_id, started, lost)
+                yield await self._killed(code, description, cell_id, started, lost)
                 return
             finally:
                 if not ended:  # the caller went away: the cell runs on, nobody reads its stream
