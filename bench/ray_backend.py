@@ -327,7 +327,7 @@ class Pads:
 
     def execute(self, code: str) -> Any:
         """``code`` run by the Ray pad's actor, its stream read here directly (no relay)."""
-        return streaming(self.actor.execute, code, uuid.uuid4().hex, {})
+        return streaming(self.actor.execute, code, uuid.uuid4().hex, {}, (uuid.uuid4().hex, 0))
 
     async def raw(self, code: str) -> int:
         return await drain(self.execute(code))

@@ -450,3 +450,26 @@ async def test_a_pad_removed_by_another_server_says_its_actor_stopped_not_a_lost
     cell = await pad.execute("z")
     assert cell.status == "killed"
     assert "The pad's actor stopped" in (cell.error or "") and "node" not in (cell.error or "")
+
+
+async def test_an_actor_queues_a_callers_cells_in_the_order_it_sent_them() -> None:
+    """An async actor may start two calls in either order; the second cell waits until the
+    first is queued (and a caller an actor meets for the first time waits for nothing)."""
+    from scratchpad.runtime.rayactor import Turns
+
+    turns, queued = Turns(), []
+
+    async def cell(number: int) -> None:
+        await turns.wait("caller", number)
+        queued.append(number)
+        turns.done("caller", number)
+
+    turns.expect("caller", 5)
+    second = asyncio.ensure_future(cell(6))
+    await asyncio.sleep(0.05)
+    assert queued == []  # 6 waits for 5
+    await cell(5)
+    await second
+    assert queued == [5, 6]
+    async with asyncio.timeout(1):
+        await turns.wait("someone-new", 0)

@@ -45,6 +45,7 @@ Tap = Callable[[tuple[str, Any]], None]
 BATCH_EVENTS = 256  # events sent in one message, at most
 SLEEP_CHECK_MAX_S = 60.0  # an actor looks at its pad at least this often
 LEAVE_AFTER_S = 0.2  # an actor that fell asleep answers its caller, then goes
+TURN_WAIT_S = 5.0  # how long a cell waits for one its caller sent before it
 
 
 def as_it_begins(cell: Cell) -> Cell:
@@ -88,6 +89,38 @@ class RelayWatch(PadWatch):
             tap(("gen", getattr(pad, "generation", 0)))
 
 
+class Turns:
+    """The cells of one caller queued in the order it sent them: an async actor may start
+    its calls in any order, and a pad's cells run in the order they were submitted."""
+
+    def __init__(self) -> None:
+        self._next: dict[str, int] = {}  # caller → the number whose turn it is
+        self._changed = asyncio.Event()
+
+    async def wait(self, caller: str, number: int) -> None:
+        """Until the caller's cells before ``number`` were queued (or gave up), at most
+        ``TURN_WAIT_S``: a call that never came holds nothing up for long."""
+        deadline = asyncio.get_running_loop().time() + TURN_WAIT_S
+        while self._next.get(caller, 0) < number:
+            changed, left = self._changed, deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), left)
+
+    def expect(self, caller: str, number: int) -> None:
+        """The first cell ``caller`` sends this actor is its ``number`` (a caller met for
+        the first time need not wait for the cells it sent to an earlier actor)."""
+        self._next.setdefault(caller, number)
+
+    def done(self, caller: str, number: int) -> None:
+        """Cell ``number`` of ``caller`` is queued (or will never be): the next one's turn."""
+        if self._next.get(caller, 0) <= number:
+            self._next[caller] = number + 1
+            self._changed.set()
+            self._changed = asyncio.Event()
+
+
 class PadActor:
     """One pad, held by a detached, named Ray actor (see raybackend.py for its options)."""
 
@@ -108,13 +141,16 @@ class PadActor:
         if limits:
             self.pad.set_limits(PadLimits.from_settings(self.settings).changed(limits))
         self._cells: set[asyncio.Task[None]] = set()
+        self._turns = Turns()
         self._sleeper: asyncio.Task[None] | None = None
         self._leaving = False  # asleep: the actor goes; nothing more reaches the pad
 
     # -- lifecycle --------------------------------------------------------------------------
-    async def start(self, secrets: dict[str, str]) -> dict[str, Any]:
+    async def start(self, secrets: dict[str, str], order: tuple[str, int]) -> dict[str, Any]:
         """Start the kernel (restoring the pad's variables from its checkpoint) with the
-        pad's vault variables; how the pad stands."""
+        pad's vault variables; how the pad stands. ``order``: the caller, and the number of
+        the next cell it will send (see Turns)."""
+        self._turns.expect(*order)
         self._learn(secrets)
         self._check_staying()
         await self.pad.start()
@@ -240,16 +276,24 @@ class PadActor:
 
     # -- cells ------------------------------------------------------------------------------
     async def execute(
-        self, code: str, cell_id: str, options: dict[str, Any]
+        self, code: str, cell_id: str, options: dict[str, Any], order: tuple[str, int]
     ) -> AsyncIterator[list[tuple[str, Any]]]:
         """Run a cell: ``("gen", n)`` first, then in order ``("queued"|"started"|"recorded"
         |"gone", cell)`` and the caller's ``("item", item)``s, in lists of what came at once;
         the recorded cell comes once (as the item, ``("same", id)``). The cell runs to its
-        end whether or not the caller stays (at most once: never again)."""
+        end whether or not the caller stays (at most once: never again). ``order``: (the
+        caller, the number of this cell among the ones it sent), queued in that order."""
         self._check_staying()
+        await self._turns.wait(*order)
         events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         events.put_nowait(("gen", self.pad.generation))
-        self.watch.taps[cell_id] = events.put_nowait
+
+        def tap(event: tuple[str, Any]) -> None:
+            events.put_nowait(event)
+            if event[0] == "queued":
+                self._turns.done(*order)
+
+        self.watch.taps[cell_id] = tap
 
         async def drive() -> None:
             try:
@@ -258,8 +302,9 @@ class PadActor:
             except Exception as exc:  # said to the caller, raised there
                 events.put_nowait(("error", exc))
             finally:
+                self._turns.done(*order)  # queued, or it never will be
                 events.put_nowait(("end", None))
-                if self.watch.taps.get(cell_id) == events.put_nowait:
+                if self.watch.taps.get(cell_id) is tap:
                     del self.watch.taps[cell_id]
 
         task = asyncio.get_running_loop().create_task(drive())

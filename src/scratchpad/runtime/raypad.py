@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import AsyncGenerator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,6 +91,8 @@ class RayRuntime(ScratchpadRuntime):
         self._loaded = False
         self._following: set[asyncio.Task[None]] = set()  # cells followed from the actor
         self._sending: set[str] = set()  # cells on their way to the actor
+        self._caller = uuid.uuid4().hex  # cells are queued in the order this runtime sent them
+        self._sent = 0
         self._forbidden: set[str] = set()  # of those, the ones cancelled on the way
 
     # -- how it stands ----------------------------------------------------------------------
@@ -138,7 +141,8 @@ class RayRuntime(ScratchpadRuntime):
         for _ in range(WAKE_TRIES):
             actor = await self.backend.actor(self.name, self.resources, self.limits)
             try:
-                state = await self._call(actor.start.remote(self.backend.secrets(self.name)))
+                secrets = self.backend.secrets(self.name)
+                state = await self._call(actor.start.remote(secrets, (self._caller, self._sent)))
                 break
             except PadAsleepError:  # found as it leaves: once it is gone, a new one
                 await self.backend.kill(actor)
@@ -317,7 +321,7 @@ class RayRuntime(ScratchpadRuntime):
             actor = await self._awake()
             if cell_id in self._forbidden:  # cancelled before the actor was there
                 await actor.cancel.remote(cell_id)
-            stream = actor.execute.remote(code, cell_id, options)
+            stream = actor.execute.remote(code, cell_id, options, self._order())
             heard = ended = False
             try:
                 async for ref in stream:
@@ -398,6 +402,11 @@ class RayRuntime(ScratchpadRuntime):
             task = asyncio.get_running_loop().create_task(more())
             self._following.add(task)
             task.add_done_callback(self._following.discard)
+
+    def _order(self) -> tuple[str, int]:
+        """This runtime and the number of the cell it sends now (see rayactor.Turns)."""
+        self._sent += 1
+        return self._caller, self._sent - 1
 
     def _relay(self, kind: str, value: Any) -> None:
         """Replay one event of the actor's watch into this server's watch."""
