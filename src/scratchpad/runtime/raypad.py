@@ -471,14 +471,7 @@ class RayRuntime(ScratchpadRuntime):
             except Exception as exc:
                 if not again and await self._slept(exc):
                     continue
-                lost = await self.backend.lost(exc, actor)
-                if lost is None:
-                    raise self.backend.unwrapped(exc, self.name) from None
-                self._actor, self._closed = None, True
-                raise ClusterError(
-                    f"pad {self.name!r}: its node was lost ({lost}); use it again to start "
-                    "it on a live node"
-                ) from None
+                raise await self._failure(exc, actor) from None
         raise AssertionError("unreachable")
 
     async def _slept(self, exc: BaseException) -> bool:
@@ -499,14 +492,19 @@ class RayRuntime(ScratchpadRuntime):
         except Exception as exc:
             if await self._slept(exc):
                 raise PadAsleepError(f"pad {self.name!r} fell asleep") from None
-            lost = await self.backend.lost(exc, self._actor)
-            if lost is None:
-                raise self.backend.unwrapped(exc, self.name) from None
-            self._actor, self._closed = None, True
-            raise ClusterError(
-                f"pad {self.name!r}: its node was lost ({lost}); use it again to start it "
-                "on a live node"
-            ) from None
+            raise await self._failure(exc, self._actor) from None
+
+    async def _failure(self, exc: BaseException, actor: Any) -> BaseException:
+        """The error to raise for a failed call: the actor's own, as it was raised; a lost
+        actor a ClusterError (and this runtime closed: its next use starts it anew)."""
+        lost = await self.backend.lost(exc, actor)
+        if lost is None:
+            return self.backend.unwrapped(exc, self.name)
+        self._actor, self._closed = None, True
+        return ClusterError(
+            f"pad {self.name!r}: its node was lost ({lost}); use it again to start it on a "
+            "live node"
+        )
 
 
 def scrubbed(value: Any) -> Any:
